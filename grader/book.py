@@ -1,0 +1,26 @@
+"""Helpers for the book's pages (kept here so that no chapter copies them)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def exercise_code(chapter_id: str) -> str:
+    """The code cells of an exercise notebook, as the student receives them."""
+    nb = nbformat.read(ROOT / "exercises" / f"{chapter_id}.ipynb", as_version=4)
+    return "\n\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+
+
+def show_exercise(chapter_id: str):
+    """A read-only, highlighted view of the exercise's stubs."""
+    from IPython.display import Code
+
+    return Code(exercise_code(chapter_id), language="python")
+
+
+def count(n: int) -> str:
+    """A parameter count as people read it: 38,597,376 (38.6 M)."""
+    return f"{n:,} ({n / 1e6:.1f} M)"

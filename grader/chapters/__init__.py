@@ -1,0 +1,6 @@
+"""One module per chapter, each declaring ``CHAPTER`` (see ``grader.registry``).
+
+``<name>.py`` runs in the grader's process (cases, references, judges);
+``<name>_probe.py`` is sent as source into the student's kernel and only
+gathers facts.
+"""

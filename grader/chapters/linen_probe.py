@@ -1,0 +1,31 @@
+"""Kernel-side probes of chapter 01 (Flax Linen).  Facts only, no judging."""
+
+
+def _param_tree(variables):
+    import jax
+    import numpy as np
+
+    leaves = jax.tree_util.tree_leaves_with_path(variables)
+    return {
+        "paths": ["/".join(str(getattr(k, "key", k)) for k in path) for path, _ in leaves],
+        "shapes": [list(np.shape(leaf)) for _, leaf in leaves],
+        "stds": [float(np.std(np.asarray(leaf, dtype=np.float64))) for _, leaf in leaves],
+    }
+
+
+def tiedio_structure(ns, vocab_size, d_model, seed):
+    """The parameter tree that ``TiedIO.init`` creates."""
+    import jax
+    import jax.numpy as jnp
+
+    module = lookup(ns, "TiedIO")(vocab_size=vocab_size, d_model=d_model)
+    variables = module.init(jax.random.PRNGKey(seed), jnp.zeros((2,), jnp.int32))
+    return _param_tree(variables)
+
+
+def tiedio_forward(ns, vocab_size, d_model, token_ids, embedding):
+    """``TiedIO`` applied with a matrix chosen by the grader."""
+    import jax.numpy as jnp
+
+    module = lookup(ns, "TiedIO")(vocab_size=vocab_size, d_model=d_model)
+    return module.apply({"params": {"embedding": jnp.asarray(embedding)}}, jnp.asarray(token_ids, jnp.int32))

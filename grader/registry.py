@@ -1,0 +1,119 @@
+"""The registry: every chapter and every graded item, declared in one place.
+
+A chapter module (``grader/chapters/<name>.py``) declares a ``Chapter`` whose items
+say which probe runs in the student's kernel, on which cases, against which
+reference, and how a wrong answer is recognised.  Adding an exercise is adding one
+``Item`` to a chapter; adding a chapter is adding its module to ``grader/chapters/``.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input on which an item is checked.  Public cases appear in the notebook."""
+
+    label: str
+    args: dict
+    public: bool = False
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What went wrong, as a message key of the catalogs and its parameters."""
+
+    key: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ErrorPattern:
+    """An exception the student's code raised that has a known meaning."""
+
+    key: str
+    type: str  # regular expression on the exception's type name
+    message: str = ""  # regular expression searched in its message
+
+    def matches(self, error: dict) -> bool:
+        return bool(
+            re.fullmatch(self.type, error["type"])
+            and re.search(self.message, error["message"], re.IGNORECASE)
+        )
+
+
+@dataclass(frozen=True)
+class Symptom:
+    """A wrong-but-recognisable result: ``test(case, value)`` is true when it shows."""
+
+    key: str
+    test: Callable[[Case, Any], bool]
+
+
+Judge = Callable[[Case, Any, Any], "Finding | None"]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One graded exercise (a function, a class, or one property of a class)."""
+
+    name: str  # what the student wrote, as named in the notebook
+    points: int
+    probe: str  # a function of the chapter's probe module, or ``call``
+    cases: Callable[[], list[Case]]
+    reference: Callable[[Case], Any]  # runs in the grader's process only
+    judge: Judge
+    errors: tuple[ErrorPattern, ...] = ()
+    symbol: str = ""  # the name looked up in the namespace; defaults to ``name``
+
+    @property
+    def target(self) -> str:
+        return self.symbol or self.name
+
+
+@dataclass(frozen=True)
+class Chapter:
+    id: str  # e.g. "01_linen"; also the notebook's file stem
+    title: str
+    probe_module: str  # module whose source is sent into the kernel
+    items: tuple[Item, ...]
+    errors: tuple[ErrorPattern, ...] = ()  # patterns shared by all items of the chapter
+
+    @property
+    def points(self) -> int:
+        return sum(item.points for item in self.items)
+
+    def item(self, name: str) -> Item:
+        for item in self.items:
+            if item.name == name:
+                return item
+        raise KeyError(name)
+
+
+@cache
+def chapters() -> dict[str, Chapter]:
+    """Every chapter module of ``grader.chapters`` (probe modules aside), by chapter id."""
+    from . import chapters as package
+
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.endswith("_probe"):
+            ch = importlib.import_module(f"{package.__name__}.{info.name}").CHAPTER
+            found[ch.id] = ch
+    return dict(sorted(found.items()))
+
+
+def chapter(chapter_id: str) -> Chapter:
+    return chapters()[chapter_id]
+
+
+def chapter_of_item(name: str) -> Chapter:
+    for ch in chapters().values():
+        if any(item.name == name or item.target == name for item in ch.items):
+            return ch
+    raise KeyError(name)

@@ -1,0 +1,98 @@
+"""Showing results: a table for people, JSON for machines."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import unicodedata
+from pathlib import Path
+
+from .i18n import render, text
+from .judge import PASS, Verdict
+
+MAX_MESSAGE = 400  # characters of a message shown in a report
+
+
+def width(s: str) -> int:
+    """Terminal columns: East Asian wide characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+
+
+def pad(s: str, columns: int) -> str:
+    return s + " " * (columns - width(s))
+
+
+def status_text(status: str, lang: str) -> str:
+    return text(f"ui.{status}", lang)
+
+
+def verdict_message(v: Verdict, lang: str) -> str:
+    if v.finding is None:
+        return ""
+    message = render(v.finding, lang)
+    if v.case:
+        message += f" [{text('ui.case', lang)}: {v.case}]"
+    return message[:MAX_MESSAGE]
+
+
+def table(result, lang: str) -> str:
+    """The terminal report of one graded submission."""
+    if result.bad is not None:
+        return render(result.bad, lang)
+    rows = [(v.item, f"{v.points}/{v.max_points}", status_text(v.status, lang), verdict_message(v, lang))
+            for v in result.verdicts]
+    heads = (text("ui.item", lang), text("ui.points", lang), text("ui.verdict", lang))
+    widths = [max(width(h), *(width(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    line = lambda cells: "  ".join(pad(c, w) for c, w in zip(cells, widths)).rstrip()
+    out = [f"{result.path}  ({result.chapter})", line(heads), line("-" * w for w in widths)]
+    for row in rows:
+        out.append(line(row[:3]) + ("  " + row[3] if row[3] else ""))
+    out.append(f"{text('ui.total', lang)}: {result.points}/{result.max_points}")
+    return "\n".join(out)
+
+
+def as_dict(result, lang: str) -> dict:
+    if result.bad is not None:
+        return {"path": str(result.path), "error": result.bad.key, "message": render(result.bad, lang)}
+    return {
+        "path": str(result.path),
+        "chapter": result.chapter,
+        "sha256": result.sha256,
+        "points": result.points,
+        "max_points": result.max_points,
+        "passed": result.passed,
+        "seconds": round(result.seconds, 2),
+        "items": [
+            {
+                "item": v.item,
+                "points": v.points,
+                "max_points": v.max_points,
+                "verdict": v.status,
+                "key": v.finding.key if v.finding else "",
+                "case": v.case,
+                "message": verdict_message(v, lang),
+            }
+            for v in result.verdicts
+        ],
+    }
+
+
+def write_atomic(path: Path, content: str) -> None:
+    """Write to a temporary file beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
+
+
+def passed(result) -> bool:
+    return result.bad is None and all(v.status == PASS for v in result.verdicts)

@@ -1,0 +1,86 @@
+"""Reading a submission: every way a file can be unusable becomes one message key."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .registry import chapters
+
+
+class BadSubmission(Exception):
+    """A file that cannot be graded; ``key`` names the catalog message."""
+
+    def __init__(self, key: str, **params):
+        super().__init__(key)
+        self.key = key
+        self.params = params
+
+
+@dataclass(frozen=True)
+class Submission:
+    path: Path
+    data: bytes  # the file's exact bytes: the grader never writes them back
+    chapter: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def read_bytes(path: Path) -> bytes:
+    if not path.exists():
+        raise BadSubmission("bad.missing", path=str(path))
+    if path.is_dir():
+        raise BadSubmission("bad.directory", path=str(path))
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BadSubmission("bad.unreadable", path=str(path), reason=exc.strerror or str(exc))
+
+
+def parse(path: Path, data: bytes, expected_chapter: str | None = None) -> Submission:
+    """Check the bytes are a current notebook of a known chapter, or raise BadSubmission."""
+    name = str(path)
+    if not data.strip():
+        raise BadSubmission("bad.empty", path=name)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadSubmission("bad.encoding", path=name, offset=exc.start)
+    try:
+        nb = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise BadSubmission("bad.json", path=name, line=getattr(exc, "lineno", "?"))
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise BadSubmission("bad.not_notebook", path=name)
+    if nb.get("nbformat") != 4:
+        raise BadSubmission("bad.nbformat", path=name, version=nb.get("nbformat", "?"))
+    metadata = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    if not isinstance(metadata.get("kernelspec"), dict) or not metadata["kernelspec"].get("name"):
+        raise BadSubmission("bad.kernelspec", path=name)
+    tied = metadata.get("tied") if isinstance(metadata.get("tied"), dict) else {}
+    chapter = tied.get("chapter")
+    known = chapters()
+    if chapter not in known:
+        raise BadSubmission("bad.not_tied", path=name)
+    if expected_chapter and chapter != expected_chapter:
+        raise BadSubmission("bad.other_chapter", path=name, chapter=chapter, expected=expected_chapter)
+    if path.stem in known and path.stem != chapter:
+        raise BadSubmission("bad.other_chapter", path=name, chapter=chapter, expected=path.stem)
+    _check_cells(nb["cells"], name)
+    return Submission(path, data, chapter)
+
+
+def _check_cells(cells: list, name: str) -> None:
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+            raise BadSubmission("bad.not_notebook", path=name)
+        source = cell.get("source", "")
+        if not isinstance(source, (str, list)):
+            raise BadSubmission("bad.not_notebook", path=name)
+
+
+def load(path: Path, expected_chapter: str | None = None) -> Submission:
+    return parse(path, read_bytes(path), expected_chapter)

@@ -1,0 +1,45 @@
+"""Shared fixtures: one parallel batch grades every notebook the tests need."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from notebooks import ROOT, replace_regions, write  # noqa: E402
+from pitfalls import PITFALLS  # noqa: E402
+
+
+def grader(*args, timeout=600, **kwargs) -> subprocess.CompletedProcess:
+    """``python -m grader ARGS`` as a user runs it."""
+    env = {**os.environ, "LANG": "C.UTF-8", **kwargs.pop("env", {})}
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=kwargs.pop("cwd", ROOT), env=env, **kwargs)
+
+
+def chapters() -> list[str]:
+    return sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
+
+
+@pytest.fixture(scope="session")
+def batch(tmp_path_factory) -> dict[str, dict]:
+    """Gradebook entries of solutions, exercises and pitfalls, keyed ``kind/name``."""
+    root = tmp_path_factory.mktemp("batch")
+    for chapter in chapters():
+        for kind, folder in (("solution", "solutions"), ("exercise", "exercises")):
+            (root / kind / chapter).mkdir(parents=True)
+            shutil.copy(ROOT / folder / f"{chapter}.ipynb", root / kind / chapter / f"{chapter}.ipynb")
+    for p in PITFALLS:
+        write(replace_regions(p.chapter, p.regions), root / "pitfall" / p.id / f"{p.chapter}.ipynb")
+    out = root / "book"
+    done = grader("grade", str(root / "solution"), str(root / "exercise"), str(root / "pitfall"),
+                  "--jobs", "2", "--out", str(out), "--lang", "en")
+    assert done.returncode in (0, 1), done.stderr
+    entries = json.loads((out / "gradebook.json").read_text())["submissions"]
+    return {f"{Path(p).parent.parent.name}/{e['student']}": e for p, e in entries.items()}

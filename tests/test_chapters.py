@@ -1,0 +1,38 @@
+"""Every chapter: the solution earns full marks, the untouched exercise earns zero with
+'not implemented' on every item, and every pitfall gets its own diagnosis."""
+import pytest
+
+from conftest import chapters
+from pitfalls import PITFALLS
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_solution_full_marks(batch, chapter):
+    entry = batch[f"solution/{chapter}"]
+    failed = {i["item"]: i["message"] for i in entry["items"] if i["verdict"] != "pass"}
+    assert failed == {}
+    assert entry["points"] == entry["max_points"] > 0
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_exercise_scores_zero_with_hints(batch, chapter):
+    entry = batch[f"exercise/{chapter}"]
+    assert entry["points"] == 0
+    assert {i["key"] for i in entry["items"]} == {"common.not_implemented"}
+    assert all("hint:" in i["message"] for i in entry["items"])
+
+
+@pytest.mark.parametrize("pitfall", PITFALLS, ids=lambda p: p.id)
+def test_pitfall_is_named(batch, pitfall):
+    entry = batch[f"pitfall/{pitfall.id}"]
+    assert entry["chapter"] == pitfall.chapter
+    got = {i["item"]: (i["verdict"] if i["verdict"] == "pass" else i["key"]) for i in entry["items"]}
+    for item, want in pitfall.expect.items():
+        wanted = want if isinstance(want, set) else {want}
+        assert got[item] in wanted, f"{item}: {got[item]} not in {wanted}"
+    assert entry["points"] < entry["max_points"]
+
+
+def test_exception_shows_the_students_line(batch):
+    item = next(i for i in batch["pitfall/01_linen-typo"]["items"] if i["item"] == "tied_io_embed")
+    assert "idz" in item["message"] and "NameError" in item["message"]
