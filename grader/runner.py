@@ -26,13 +26,14 @@ import psutil
 from . import judge
 from .judge import FAIL, NOT_REACHED, OOM, PASS, TIMEOUT, Verdict
 from .probe_kernel import write_spec
-from .registry import Chapter, Finding, chapter
+from .registry import Chapter, ErrorPattern, Finding, chapter
 from .submission import BadSubmission, Submission, load
 
 DEFAULT_TIMEOUT = 120.0  # seconds per notebook
 DEFAULT_MEMORY = 4 * 2**30  # bytes for the whole process tree
 POLL = 0.05
 NOTEBOOK_ITEM = "notebook"
+KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
 LIVE: set[psutil.Process] = set()  # workers running now, for stop_all()
 
 
@@ -188,7 +189,7 @@ def notebook_verdict(cells: list[dict]) -> Verdict:
     error = first.get("error", {"type": "Error", "message": "", "line": ""})
     # Later failures usually follow from the first (a name never defined), so the
     # first one decides: a stub left alone reads as "not implemented".
-    return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, judge.classify_error(error, (), cell=first["cell"] + 1))
+    return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, judge.classify_error(error, KERNEL_DIED, cell=first["cell"] + 1))
 
 
 def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limits) -> list[Verdict]:

@@ -12,7 +12,9 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
+from queue import Empty
 
 import pytest
 
@@ -37,6 +39,35 @@ def cell_error(inner_traceback: str) -> dict:
     }
 
 
+class KernelDied(RuntimeError):
+    """The kernel exited (os._exit, a crash, a kill) while a cell or probe ran."""
+
+
+def watch_kernel(kernel) -> None:
+    """Make ``kernel.await_reply`` notice a dead kernel within a second.
+
+    nbval waits for a reply for the whole cell timeout, so a kernel that died
+    (os._exit, a segfault) would hang the run until the grader's own timeout.
+    """
+    if getattr(kernel, "_tied_watched", False):
+        return
+    original = kernel.await_reply
+
+    def await_reply(msg_id, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + float(timeout)
+        while True:
+            try:
+                return original(msg_id, timeout=1)
+            except Empty:
+                if not kernel.is_alive():
+                    raise KernelDied("the kernel stopped")
+                if deadline is not None and time.monotonic() > deadline:
+                    raise
+
+    kernel.await_reply = await_reply
+    kernel._tied_watched = True
+
+
 class ProbeHook:
     """pytest plugin: records each cell's outcome and runs the probes after the last."""
 
@@ -55,11 +86,17 @@ class ProbeHook:
         record = {"cell": getattr(item, "cell_num", -1), "passed": report.passed}
         if not report.passed and call.excinfo is not None:
             exc = call.excinfo.value
+            if isinstance(exc, KernelDied) or "Kernel dead" in str(exc):
+                exc = KernelDied("the kernel stopped")
             if hasattr(exc, "inner_traceback") and exc.inner_traceback:
                 record["error"] = cell_error(exc.inner_traceback)
             else:
                 record["error"] = {"type": type(exc).__name__, "message": str(exc)[:MAX_TEXT], "line": ""}
         self.cells.append(record)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item):
+        watch_kernel(item.parent.kernel)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_teardown(self, item, nextitem):
@@ -77,8 +114,13 @@ class ProbeHook:
             "    ns['run_spec_file'](spec, ns, globals())\n"
             f"_tied_probe({self.spec_path!r}); del _tied_probe\n"
         )
+        watch_kernel(kernel)
         msg_id = kernel.execute_cell_input(code, allow_stdin=False)
-        reply = kernel.await_reply(msg_id, timeout=None)
+        try:
+            reply = kernel.await_reply(msg_id, timeout=None)
+        except KernelDied:
+            self.probe_status = "kernel_dead"
+            return
         self.probe_status = "done" if reply["content"]["status"] == "ok" else "error"
 
 

@@ -33,7 +33,7 @@ def replace_regions(chapter: str, regions: dict[int, str]) -> nbformat.NotebookN
             return "\n".join(indent + line if line else line for line in regions[index].strip("\n").splitlines())
 
         cell.source = REGION.sub(swap, cell.source)
-    assert seen > max(regions), f"{chapter} has only {seen} solution regions"
+    assert seen > max(regions, default=-1), f"{chapter} has only {seen} solution regions"
     return nb
 
 
@@ -41,3 +41,13 @@ def write(nb, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
+
+
+def with_cells(chapter: str, before: list[str] = (), after: list[str] = (), regions: dict | None = None):
+    """The solution (optionally with wrong regions) with extra code cells around it."""
+    nb = replace_regions(chapter, regions or {})
+    extra = lambda sources: [nbformat.v4.new_code_cell(s) for s in sources]
+    first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    # The imports cell stays first, so that added cells can use its names.
+    nb.cells = nb.cells[: first_code + 1] + extra(before) + nb.cells[first_code + 1:] + extra(after)
+    return nb

@@ -1,0 +1,185 @@
+"""A catalog of broken, hostile and odd submissions (issue: the grader survives anything).
+
+Every case asserts the verdict, a time bound and that the submission's bytes are
+unchanged.  Time bounds are generous ceilings for a loaded 2-core machine, there to
+catch a hang, not to measure speed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import grader
+from notebooks import ROOT, with_cells, write
+
+CHAPTER = "01_linen"
+SOLUTION = ROOT / "solutions" / f"{CHAPTER}.ipynb"
+WRONG = {0: 'embedding = self.param("embedding", nn.initializers.normal(stddev=0.02), (self.vocab_size, self.d_model))\n'
+            'return embedding[token_ids] @ embedding'}
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def timed_check(path: Path, *args, bound: float):
+    before = digest(path) if path.is_file() else None
+    start = time.monotonic()
+    done = grader("check", str(path), "--lang", "en", *args)
+    elapsed = time.monotonic() - start
+    assert elapsed < bound, f"took {elapsed:.0f} s"
+    if before is not None:
+        assert digest(path) == before, "the submission was modified"
+    return done
+
+
+# ---------------------------------------------------------------- bad files
+
+def notebook_json(**changes) -> bytes:
+    nb = json.loads(SOLUTION.read_text(encoding="utf-8"))
+    for key, value in changes.items():
+        if value is None:
+            nb["metadata"].pop(key, None)
+        else:
+            nb[key] = value
+    return json.dumps(nb).encode()
+
+
+BAD_FILES = {
+    "not_json": (b"this is not json {", "not valid JSON"),
+    "not_notebook": (b'{"hello": "world"}', "not a Jupyter notebook"),
+    "json_list": (b"[1, 2, 3]", "not a Jupyter notebook"),
+    "old_nbformat": (notebook_json(nbformat=3), "notebook format 3"),
+    "no_kernelspec": (notebook_json(kernelspec=None), "names no kernel"),
+    "not_tied": (notebook_json(metadata={"kernelspec": {"name": "python3"}}), "not a Tied exercise"),
+    "empty": (b"", "is empty"),
+    "whitespace": (b"   \n", "is empty"),
+    "latin1": ('{"cells": [], "x": "caf\u00e9"}'.encode("latin-1"), "not UTF-8"),
+    "deep_json": (b"[" * 100_000 + b"]" * 100_000, "not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_FILES)
+def test_bad_file_gets_one_line_and_exit_2(tmp_path, name):
+    data, words = BAD_FILES[name]
+    path = tmp_path / "submission.ipynb"
+    path.write_bytes(data)
+    done = timed_check(path, bound=30)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert path.read_bytes() == data
+
+
+def test_notebook_of_another_chapter(tmp_path):
+    path = write(nbformat.read(SOLUTION, as_version=4), tmp_path / "mine.ipynb")
+    done = timed_check(path, "--chapter", "02_nnx", bound=30)
+    assert done.returncode == 2 and "chapter 01_linen, not of chapter 02_nnx" in done.stderr
+
+
+@pytest.mark.parametrize("target", ["missing.ipynb", "."])
+def test_missing_file_or_folder(target):
+    done = grader("check", target)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [[], ["check"], ["frobnicate"], ["check", "x.ipynb", "--timeout", "-1"],
+                                  ["check", "x.ipynb", "--lang", "fr"], ["grade"], ["grade", ".", "--jobs", "0"]])
+def test_wrong_cli_call_prints_usage_and_exits_2(argv):
+    done = grader(*argv)
+    assert done.returncode == 2
+    assert "usage:" in done.stderr and "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- misbehaving notebooks
+
+MISBEHAVING = {
+    # name: (extra cells before, after, wrong regions, expected {item: verdict or key})
+    "sys_exit": (["import sys\nsys.exit(3)"], [], None, {"notebook": "common.cell_error", "tied_io_embed": "pass"}),
+    "os_exit": ([], ["import os\nos._exit(1)"], None, {"notebook": "common.kernel_died", "tied_io_embed": "not_reached"}),
+    "megabytes": (["print('x' * 5_000_000)"], [], None, {"notebook": "pass", "tied_io_embed": "pass"}),
+    "writes_and_chdir": (["import os\nopen('stray.txt', 'w').write('hi')\nos.makedirs('sub', exist_ok=True)\nos.chdir('sub')"],
+                         [], None, {"notebook": "pass", "tied_io_embed": "pass"}),
+    "patched_comparisons": ([], ["import numpy as np, sys, types\nimport jax.numpy as jnp\n"
+                                 "np.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
+                                 "np.testing.assert_allclose = lambda *a, **k: None\njnp.allclose = lambda *a, **k: True\n"
+                                 "import grader\ngrader.check = lambda *a, **k: None\n"
+                                 "sys.modules['grader.judge'] = types.SimpleNamespace()\nsys.modules['grader.registry'] = None"],
+                            WRONG, {"tied_io_embed": "linen.missing_transpose", "TiedIO.__call__": "linen.missing_transpose"}),
+}
+
+
+@pytest.fixture(scope="module")
+def misbehaving(tmp_path_factory):
+    root = tmp_path_factory.mktemp("misbehaving")
+    paths = {}
+    for name, (before, after, regions, _) in MISBEHAVING.items():
+        paths[name] = write(with_cells(CHAPTER, before, after, regions), root / name / f"{CHAPTER}.ipynb")
+    digests = {name: digest(p) for name, p in paths.items()}
+    out = root / "out"
+    start = time.monotonic()
+    done = grader("grade", *(str(p.parent) for p in paths.values()), "--jobs", "2", "--out", str(out), "--lang", "en")
+    elapsed = time.monotonic() - start
+    assert done.returncode in (0, 1), done.stderr
+    entries = json.loads((out / "gradebook.json").read_text())["submissions"]
+    return {e["student"]: e for e in entries.values()}, paths, digests, elapsed, root
+
+
+@pytest.mark.parametrize("name", MISBEHAVING)
+def test_misbehaving_notebook_gets_a_verdict(misbehaving, name):
+    entries, paths, digests, elapsed, root = misbehaving
+    assert elapsed < 600
+    assert digest(paths[name]) == digests[name]
+    got = {i["item"]: (i["verdict"] if i["verdict"] in ("pass", "not_reached") else i["key"]) for i in entries[name]["items"]}
+    for item, want in MISBEHAVING[name][3].items():
+        assert got[item] == want, (item, got)
+    assert all(len(i["message"]) <= 500 for i in entries[name]["items"])
+
+
+def test_stray_files_stay_out_of_the_submission_folder(misbehaving):
+    _, paths, *_ = misbehaving
+    folder = paths["writes_and_chdir"].parent
+    assert sorted(p.name for p in folder.iterdir()) == [f"{CHAPTER}.ipynb"]
+
+
+def test_infinite_loop_times_out(tmp_path):
+    path = write(with_cells(CHAPTER, ["while True:\n    pass"]), tmp_path / f"{CHAPTER}.ipynb")
+    done = timed_check(path, "--timeout", "15", "--json", bound=15 + 45)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert {i["verdict"] for i in report["items"]} == {"timeout"}
+
+
+def test_loop_inside_a_graded_function_times_out_that_item(tmp_path):
+    # Loops only on the hidden case with 32 tokens: the notebook's own cells run.
+    regions = {1: "if len(token_ids) > 20:\n    while True:\n        pass\n"
+                  "ids = jnp.asarray(token_ids, jnp.int32)\nmodule = TiedIO(vocab_size=int(vocab_size), d_model=int(d_model))\n"
+                  "return module.apply(module.init(jax.random.PRNGKey(int(seed)), ids), ids).reshape(-1)"}
+    path = write(with_cells(CHAPTER, regions=regions), tmp_path / f"{CHAPTER}.ipynb")
+    done = timed_check(path, "--timeout", "30", "--json", bound=30 + 45)
+    items = {i["item"]: i["verdict"] for i in json.loads(done.stdout)["items"]}
+    assert items["TiedIO.params"] == "pass" and items["TiedIO.__call__"] == "pass"
+    assert items["tied_io_embed"] == "timeout"
+
+
+def test_memory_hog_is_stopped(tmp_path):
+    hog = "import numpy as np\nhog = np.ones((3 * 2**30) // 8)"  # 3 GiB
+    path = write(with_cells(CHAPTER, [hog]), tmp_path / f"{CHAPTER}.ipynb")
+    done = timed_check(path, "--memory", "1.5", "--json", bound=90)
+    assert {i["verdict"] for i in json.loads(done.stdout)["items"]} == {"oom"}
+
+
+def test_report_is_written_atomically_only_where_asked(tmp_path):
+    path = write(nbformat.read(SOLUTION, as_version=4), tmp_path / "sub" / f"{CHAPTER}.ipynb")
+    out = tmp_path / "reports" / "r.json"
+    done = timed_check(path, "--out", str(out), bound=120)
+    assert done.returncode == 0
+    assert json.loads(out.read_text())["points"] == json.loads(out.read_text())["max_points"]
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    assert [p.name for p in out.parent.iterdir()] == ["r.json"]
