@@ -16,8 +16,13 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . --path-output . -W --keep-going
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
 
+# The whole suite: exercises in step with solutions, the book built with every cell
+# run and no warning, then pytest (grader, robustness, languages) and nbval on the
+# solution notebooks.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/grader release --check
+	$(BIN)/jupyter-book build . --path-output . -W --keep-going
+	$(BIN)/python -m pytest -q tests solutions --nbval-lax --nbval-current-env
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab exercises/
