@@ -1,0 +1,48 @@
+"""Batch grading: an interrupted run leaves a valid gradebook; a rerun skips what is graded."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from notebooks import ROOT, with_cells, write
+
+CHAPTER = "01_linen"
+
+
+def start_grade(*args):
+    return subprocess.Popen([sys.executable, "-m", "grader", "grade", *args, "--lang", "en"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_interrupt_leaves_a_valid_gradebook_and_rerun_skips_finished(tmp_path):
+    (tmp_path / "a_bad").mkdir()
+    (tmp_path / "a_bad" / f"{CHAPTER}.ipynb").write_text("not json")
+    write(with_cells(CHAPTER, ["while True:\n    pass"]), tmp_path / "b_loop" / f"{CHAPTER}.ipynb")
+    out = tmp_path / "out"
+    proc = start_grade(str(tmp_path / "a_bad"), str(tmp_path / "b_loop"), "--jobs", "1", "--out", str(out))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until the bad file's row is saved
+        book = out / "gradebook.json"
+        if book.exists() and json.loads(book.read_text())["submissions"]:
+            break
+        time.sleep(0.2)
+    time.sleep(3)  # the looping notebook is running now
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err
+    entries = json.loads((out / "gradebook.json").read_text())["submissions"]
+    assert [e["student"] for e in entries.values()] == ["a_bad"]
+    assert (out / "gradebook.csv").read_text().count("\n") == 2  # header and the bad file's row
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+    # A rerun skips the graded file whose bytes did not change, and grades it again once they do.
+    (tmp_path / "b_loop" / f"{CHAPTER}.ipynb").unlink()
+    rerun = start_grade(str(tmp_path / "a_bad"), "--out", str(out))
+    _, err = rerun.communicate(timeout=120)
+    assert "a_bad" not in err  # no progress line: nothing was graded
+    (tmp_path / "a_bad" / f"{CHAPTER}.ipynb").write_text("still not json!")
+    rerun = start_grade(str(tmp_path / "a_bad"), "--out", str(out))
+    _, err = rerun.communicate(timeout=120)
+    assert "1/1" in err
