@@ -1,0 +1,153 @@
+"""Chapter 04 (the LM head in NumPy): each pitfall the chapter teaches, as a wrong solution.
+
+The four exercises are independent functions, so one notebook carries one mistake in
+each of several of them (regions 0 to 3: the loss, the forward, the gradients, the
+sampler); every item names its own mistake.
+"""
+from . import Pitfall
+
+CH = "04_gpt_head"
+
+# ---- region 0: cross_entropy_from_logits
+CE_UNSHIFTED = '''
+z = np.asarray(logits, dtype=np.float64)
+p = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
+return float(-np.mean(np.log(p[np.arange(len(targets)), targets])))
+'''
+CE_LOG_OF_SOFTMAX = '''
+z = np.asarray(logits, dtype=np.float64)
+z = z - z.max(axis=-1, keepdims=True)
+p = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
+return float(-np.mean(np.log(p[np.arange(len(targets)), targets])))
+'''
+CE_SUMMED = '''
+z = np.asarray(logits, dtype=np.float64)
+m = z.max(axis=-1, keepdims=True)
+lse = m[:, 0] + np.log(np.exp(z - m).sum(axis=-1))
+return float(np.sum(lse - z[np.arange(len(targets)), targets]))
+'''
+CE_PER_TOKEN = '''
+z = np.asarray(logits, dtype=np.float64)
+m = z.max(axis=-1, keepdims=True)
+lse = m[:, 0] + np.log(np.exp(z - m).sum(axis=-1))
+return lse - z[np.arange(len(targets)), targets]
+'''
+
+# ---- region 1: tied_head_forward
+LN = "x = (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)"
+FWD_SOFTMAX = f'''
+x = E[tokens]
+{LN}
+z = x @ E.T
+z = z - z.max(axis=-1, keepdims=True)
+return np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
+'''
+FWD_NO_LN = '''
+return E[tokens] @ E.T
+'''
+FWD_EPS_OUTSIDE = '''
+x = E[tokens]
+x = (x - x.mean(axis=-1, keepdims=True)) / (x.std(axis=-1, keepdims=True) + 1e-5)
+return x @ E.T
+'''
+FWD_NO_TRANSPOSE = f'''
+x = E[tokens]
+{LN}
+return x @ E
+'''
+
+# ---- region 2: tied_embedding_grad
+GRAD_G = '''
+tokens = np.asarray(tokens)
+X = E[tokens]
+logits = X @ E.T
+z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+G = z / z.sum(axis=-1, keepdims=True)
+G[np.arange(len(tokens)), targets] -= 1.0
+G /= len(tokens)
+'''
+SCATTER = "grad_lookup = np.zeros_like(E)\nnp.add.at(grad_lookup, tokens, G @ E)\n"
+
+
+def grad(lookup: str = SCATTER, head: str = "grad_head = G.T @ X\n", ret: str = "return grad_lookup, grad_head",
+         g: str = GRAD_G) -> str:
+    return g + lookup + head + ret
+
+
+GRAD_NO_LOOKUP = grad(lookup="grad_lookup = np.zeros_like(E)\n")
+GRAD_OVERWRITTEN = grad(lookup="grad_lookup = np.zeros_like(E)\ngrad_lookup[tokens] += G @ E\n")
+GRAD_NOT_SCATTERED = grad(lookup="grad_lookup = G @ E\n")
+GRAD_SWAPPED = grad(ret="return grad_head, grad_lookup")
+GRAD_TOTAL = grad(ret="return grad_lookup + grad_head")
+GRAD_SUMMED = grad(g=GRAD_G.replace("G /= len(tokens)\n", ""))
+GRAD_HEAD_T = grad(head="grad_head = X.T @ G\n")
+GRAD_SIGN = grad(g=GRAD_G.replace("G /= len(tokens)\n", "G = -G / len(tokens)\n"))
+GRAD_MIXED = grad(ret="return grad_lookup + grad_head, np.zeros_like(E)")
+GRAD_NO_HEAD = grad(head="grad_head = np.zeros_like(E)\n")
+
+# ---- region 3: sample_next
+SAMPLE_NO_ZERO = '''
+z = np.asarray(logits, dtype=np.float64)
+z = (z - z.max()) / temperature
+p = np.exp(z)
+return int(rng.choice(len(p), p=p / p.sum()))
+'''
+ZERO = "if temperature == 0:\n    return int(np.argmax(logits))\n"
+SAMPLE_UNSHIFTED = ZERO + '''
+p = np.exp(np.asarray(logits) / temperature)
+return int(rng.choice(len(p), p=p / p.sum()))
+'''
+
+
+def sampler(scaled: str, draw: str = "return int(rng.choice(len(p), p=p / p.sum()))", zero: str = ZERO) -> str:
+    return zero + f"z = np.asarray(logits, dtype=np.float64)\nz = {scaled}\np = np.exp(z - z.max())\n{draw}\n"
+
+
+SAMPLE_NO_TAU = sampler("z")
+SAMPLE_TIMES_TAU = sampler("z * temperature")
+SAMPLE_ARGMAX = "return int(np.argmax(logits))\n"
+SAMPLE_GLOBAL_RNG = sampler("z / temperature", "return int(np.random.choice(len(p), p=p / p.sum()))")
+SAMPLE_PROBS = sampler("z / temperature", "return p / p.sum()")
+SAMPLE_UNNORMALISED = sampler("z / temperature", "return int(rng.choice(len(p), p=p))")
+SAMPLE_ZERO_AS_ONE = sampler("z / temperature", zero="if temperature == 0:\n    temperature = 1.0\n")
+
+PITFALLS = [
+    Pitfall(CH, "unshifted_ce+softmax_in_forward+no_lookup+zero_division",
+            {0: CE_UNSHIFTED, 1: FWD_SOFTMAX, 2: GRAD_NO_LOOKUP, 3: SAMPLE_NO_ZERO},
+            {"cross_entropy_from_logits": "gpt_head.unshifted_softmax",
+             "tied_head_forward": "gpt_head.softmax_in_forward",
+             "tied_embedding_grad": "gpt_head.missing_lookup",
+             "sample_next": "pass", "sample_next.greedy": "gpt_head.zero_temperature"}),
+    Pitfall(CH, "log_of_softmax+no_layernorm+overwritten_rows+unshifted_sampler",
+            {0: CE_LOG_OF_SOFTMAX, 1: FWD_NO_LN, 2: GRAD_OVERWRITTEN, 3: SAMPLE_UNSHIFTED},
+            {"cross_entropy_from_logits": "gpt_head.log_of_softmax",
+             "tied_head_forward": "gpt_head.missing_layernorm",
+             "tied_embedding_grad": "gpt_head.overwritten_rows",
+             "sample_next": "gpt_head.sample_overflow", "sample_next.greedy": "pass"}),
+    Pitfall(CH, "summed_loss+eps_outside_root+not_scattered+no_temperature",
+            {0: CE_SUMMED, 1: FWD_EPS_OUTSIDE, 2: GRAD_NOT_SCATTERED, 3: SAMPLE_NO_TAU},
+            {"cross_entropy_from_logits": "gpt_head.loss_summed",
+             "tied_head_forward": "gpt_head.layernorm_variant",
+             "tied_embedding_grad": "gpt_head.lookup_not_scattered",
+             "sample_next": "gpt_head.temperature_ignored"}),
+    Pitfall(CH, "per_token_loss+no_transpose+swapped+times_temperature",
+            {0: CE_PER_TOKEN, 1: FWD_NO_TRANSPOSE, 2: GRAD_SWAPPED, 3: SAMPLE_TIMES_TAU},
+            {"cross_entropy_from_logits": "gpt_head.loss_not_averaged",
+             "tied_head_forward": "gpt_head.missing_transpose",
+             "tied_embedding_grad": "gpt_head.grads_swapped",
+             "sample_next": "gpt_head.temperature_inverted"}),
+    Pitfall(CH, "total_grad+always_argmax", {2: GRAD_TOTAL, 3: SAMPLE_ARGMAX},
+            {"tied_embedding_grad": "gpt_head.grad_total", "sample_next": "gpt_head.sample_greedy",
+             "sample_next.greedy": "pass", "cross_entropy_from_logits": "pass"}),
+    Pitfall(CH, "summed_grads+global_rng", {2: GRAD_SUMMED, 3: SAMPLE_GLOBAL_RNG},
+            {"tied_embedding_grad": "gpt_head.grad_summed", "sample_next": "gpt_head.rng_ignored"}),
+    Pitfall(CH, "transposed_head+returns_probs", {2: GRAD_HEAD_T, 3: SAMPLE_PROBS},
+            {"tied_embedding_grad": "gpt_head.head_transposed", "sample_next": "gpt_head.sample_returns_probs"}),
+    Pitfall(CH, "sign+unnormalised", {2: GRAD_SIGN, 3: SAMPLE_UNNORMALISED},
+            {"tied_embedding_grad": "gpt_head.grad_sign", "sample_next": "gpt_head.sample_not_normalised"}),
+    Pitfall(CH, "mixed_split+zero_as_one", {2: GRAD_MIXED, 3: SAMPLE_ZERO_AS_ONE},
+            {"tied_embedding_grad": "gpt_head.grads_mixed", "sample_next": "pass",
+             "sample_next.greedy": "gpt_head.zero_temperature_not_argmax"}),
+    Pitfall(CH, "no_head", {2: GRAD_NO_HEAD},
+            {"tied_embedding_grad": "gpt_head.missing_head", "tied_head_forward": "pass"}),
+]

@@ -1,0 +1,103 @@
+"""Chapter 03 (PyTorch): each pitfall the chapter teaches, as a wrong solution.
+
+Regions of solutions/03_pytorch.ipynb: 0 ``tie_weights``, 1 ``TinyLM.__init__``,
+2 ``TinyLM.forward``, 3 ``tied_logits``.
+"""
+from . import Pitfall
+
+CH = "03_pytorch"
+CHECK = '''if lm_head.weight.shape != embedding.weight.shape:
+    raise ValueError(f"cannot tie {tuple(lm_head.weight.shape)} with {tuple(embedding.weight.shape)}")
+'''
+MODULES = '''self.embed = nn.Embedding(vocab_size, d_model)
+self.pos = nn.Embedding(MAX_LEN, d_model)
+self.blocks = nn.ModuleList(Block(d_model) for _ in range(n_layers))
+self.ln_f = nn.LayerNorm(d_model)
+'''
+HEAD = "self.lm_head = nn.Linear(d_model, vocab_size, bias=False)\n"
+TINY = ("TinyLM.tied", "TinyLM.forward", "TinyLM.grad")
+
+
+def tiny_forward(first_line="x = self.embed(input_ids)", last_line="return self.lm_head(self.ln_f(x))"):
+    return f"{first_line}\nfor block in self.blocks:\n    x = block(x)\n{last_line}"
+
+
+# The three exercises are independent, so one wrong notebook can carry one mistake in
+# each of them (regions 0, 1-2 and 3): fewer notebooks to grade, every key still checked.
+PITFALLS = [
+    Pitfall(CH, "clone", {
+        0: CHECK + "lm_head.weight = nn.Parameter(embedding.weight.detach().clone())",
+        1: MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight.clone())",
+        3: "return h @ E.T + b",
+    }, {"tie_weights": "pytorch.copied", "tie_weights.ValueError": "pass", "TinyLM.tied": "pytorch.copied",
+        "TinyLM.forward": "pass", "TinyLM.grad": "pytorch.grad_one_path", "tied_logits": "pytorch.none_bias"}),
+    Pitfall(CH, "deepcopy", {
+        0: CHECK + "lm_head.weight = copy.deepcopy(embedding.weight)",
+        1: MODULES + HEAD + "self.lm_head.weight = copy.deepcopy(self.embed.weight)",
+        3: "return h @ E.T",
+    }, {"tie_weights": "pytorch.copied", "TinyLM.tied": "pytorch.copied", "TinyLM.grad": "pytorch.grad_one_path",
+        "tied_logits": "pytorch.bias_ignored"}),
+    Pitfall(CH, "transposed", {
+        0: "lm_head.weight = nn.Parameter(embedding.weight.T)",
+        1: MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight.T)",
+        3: "logits = h @ E\nreturn logits if b is None else logits + b",
+    }, {"tie_weights": "pytorch.transposed", "tie_weights.ValueError": "pytorch.no_shape_check",
+        **dict.fromkeys(TINY, "pytorch.transposed"), "tied_logits": "pytorch.missing_transpose"}),
+    Pitfall(CH, "data_alias", {
+        0: CHECK + "lm_head.weight.data = embedding.weight.data",
+        1: MODULES + HEAD + "self.lm_head.weight.data = self.embed.weight.data",
+        3: "logits = torch.mm(h, E.T)\nreturn logits if b is None else logits + b",
+    }, {"tie_weights": "pytorch.data_alias", "tie_weights.ValueError": "pass", "TinyLM.tied": "pytorch.data_alias",
+        "TinyLM.forward": "pass", "TinyLM.grad": "pytorch.grad_one_path", "tied_logits": "pytorch.mm_2d"}),
+    Pitfall(CH, "untied", {
+        0: "pass",
+        1: MODULES + HEAD,
+        3: "logits = h.reshape(-1, E.shape[1]) @ E.T\nreturn logits if b is None else logits + b",
+    }, {"tie_weights": "pytorch.not_tied", "tie_weights.ValueError": "pytorch.no_shape_check",
+        "TinyLM.tied": "pytorch.not_tied", "TinyLM.forward": "pytorch.not_tied", "TinyLM.grad": "pytorch.grad_one_path",
+        "tied_logits": "pytorch.leading_shape"}),
+    Pitfall(CH, "copied_values", {
+        0: CHECK + "with torch.no_grad():\n    lm_head.weight.copy_(embedding.weight)",
+        1: MODULES + HEAD + "self.lm_head.weight = self.embed.weight\n" + HEAD,  # tied, then replaced
+    }, {"tie_weights": "pytorch.copied", "TinyLM.tied": "pytorch.not_tied", "TinyLM.grad": "pytorch.grad_one_path",
+        "tied_logits": "pass"}),
+    Pitfall(CH, "wrong_direction", {
+        0: CHECK + "embedding.weight = lm_head.weight",
+        1: MODULES + "self.lm_head = nn.Linear(d_model, vocab_size)\nself.lm_head.weight = self.embed.weight",
+    }, {"tie_weights": "pytorch.wrong_direction", "TinyLM.tied": "pytorch.head_bias",
+        "TinyLM.forward": "pytorch.head_bias", "TinyLM.grad": "pass"}),
+    Pitfall(CH, "dropped_bias", {
+        0: CHECK + "lm_head.weight = embedding.weight\nlm_head.bias = None",
+        1: MODULES.replace("self.embed", "self.wte") + HEAD + "self.lm_head.weight = self.wte.weight",
+        2: tiny_forward("x = self.wte(input_ids)"),
+    }, {"tie_weights": "pytorch.bias_dropped", **dict.fromkeys(TINY, "pytorch.module_names")}),
+    Pitfall(CH, "unchecked", {
+        0: "lm_head.weight = embedding.weight",
+        2: tiny_forward(last_line="return self.lm_head(x)"),
+    }, {"tie_weights": "pass", "tie_weights.ValueError": "pytorch.no_shape_check", "TinyLM.tied": "pass",
+        "TinyLM.forward": "pytorch.ln_f_unused", "TinyLM.grad": "pass"}),
+    Pitfall(CH, "assert_shape", {
+        0: "assert lm_head.weight.shape == embedding.weight.shape\nlm_head.weight = embedding.weight",
+        2: tiny_forward(last_line="return self.lm_head(self.ln_f(x)) / 2"),
+    }, {"tie_weights": "pass", "tie_weights.ValueError": "pytorch.wrong_exception",
+        "TinyLM.forward": "pytorch.logits_not_tied"}),
+    Pitfall(CH, "tied_before_check", {
+        0: "lm_head.weight = embedding.weight\n" + CHECK.replace("lm_head.weight.shape", "(lm_head.out_features, lm_head.in_features)"),
+        1: MODULES + "self.tok = nn.Embedding(vocab_size, d_model)\n" + HEAD + "self.lm_head.weight = self.embed.weight",
+        2: tiny_forward("x = self.tok(input_ids)"),
+    }, {"tie_weights": "pass", "tie_weights.ValueError": "pytorch.tied_before_check",
+        "TinyLM.tied": "pass", "TinyLM.forward": "pass", "TinyLM.grad": "pytorch.lookup_not_embed"}),
+    Pitfall(CH, "empty_message", {
+        0: CHECK.replace('f"cannot tie {tuple(lm_head.weight.shape)} with {tuple(embedding.weight.shape)}"', "")
+           + "lm_head.weight = embedding.weight",
+        1: MODULES + HEAD + "self.lm_head.weight = self.embed.weight\nself.W = self.embed.weight  # a third name",
+    }, {"tie_weights": "pass", "tie_weights.ValueError": "pytorch.empty_message", "TinyLM.tied": "pytorch.param_count",
+        "TinyLM.forward": "pass", "TinyLM.grad": "pass"}),
+    Pitfall(CH, "check_against_transpose", {
+        0: CHECK.replace("embedding.weight.shape:", "embedding.weight.T.shape:") + "lm_head.weight = embedding.weight",
+        # "keeps the head in sync" by giving it a fresh copy at every call: tied only until the first forward
+        2: tiny_forward(last_line="logits = self.lm_head(self.ln_f(x))\n"
+                                  "self.lm_head.weight = nn.Parameter(self.embed.weight.detach().clone())\nreturn logits"),
+    }, {"tie_weights": "pytorch.refused_matching", "tie_weights.ValueError": "pytorch.no_shape_check",
+        "TinyLM.tied": "pytorch.untied_by_step", "TinyLM.forward": "pass", "TinyLM.grad": "pytorch.grad_not_sum"}),
+]
