@@ -6,16 +6,18 @@ interrupted run leaves a valid one; a rerun skips files whose content is unchang
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
+import os
 import sys
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import replace
 from pathlib import Path
 
 from . import runner
 from .report import as_dict, dumps, write_atomic
 from .submission import BadSubmission, read_bytes
-import hashlib
 
 FIELDS = ("student", "chapter", "item", "points", "max_points", "verdict", "message", "path")
 
@@ -98,6 +100,8 @@ def progress(done: int, total: int, label: str) -> None:
 
 def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, lang: str) -> Gradebook:
     book = Gradebook(out, lang)
+    # Share the cores among the kernels that run at once.
+    limits = replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs))
     todo = [(s, p) for s, p in find_notebooks(paths) if not book.is_current(p)]
     book.save()
     done = 0

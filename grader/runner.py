@@ -63,6 +63,23 @@ class Result:
 class Limits:
     timeout: float = DEFAULT_TIMEOUT
     memory: int = DEFAULT_MEMORY
+    threads: int = 0  # CPU threads the kernel may use; 0 leaves the libraries' default
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment that caps the kernel's BLAS, OpenMP (torch) and XLA thread pools.
+
+    Parallel grading runs several kernels at once; each one sizing its pools to every
+    core of the machine makes them fight over the cores and slows the whole batch.
+    """
+    if threads <= 0:
+        return {}
+    n = str(threads)
+    env = {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n}
+    if threads == 1:
+        xla = os.environ.get("XLA_FLAGS", "")
+        env["XLA_FLAGS"] = f"{xla} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
+    return env
 
 
 def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = None) -> Result:
@@ -133,7 +150,7 @@ def kill_tree(procs: list[psutil.Process]) -> None:
 
 def supervise(job: dict, limits: Limits) -> str:
     """Run the worker; return ``""`` when it finished, else TIMEOUT or OOM."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1", **thread_env(limits.threads)}
     with open(job["log"], "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "grader.worker", job["path"]],
