@@ -1,0 +1,125 @@
+"""Chapter 07 (one matrix, three frameworks): each pitfall the chapter teaches, as a wrong solution.
+
+Regions of solutions/07_three_frameworks.ipynb: 0 ``linen_to_torch``, 1 ``torch_to_nnx``.
+The two converters are independent, so each notebook carries one mistake in each.
+"""
+from . import Pitfall
+
+CH = "07_three_frameworks"
+
+# linen_to_torch: the solution's steps, to be combined with one wrong step.
+READ = '''params = variables["params"]
+embedding = np.asarray(params["embed"]["embedding"], np.float32)
+kernel, bias = np.asarray(params["mixer"]["kernel"]), np.asarray(params["mixer"]["bias"])
+model = TorchTiedLM(*embedding.shape)
+'''
+COPY_EMBED = "    model.embed.weight.copy_(torch.tensor(embedding))\n"
+COPY_MIXER = ("    model.mixer.weight.copy_(torch.tensor(kernel.T))\n"
+              "    model.mixer.bias.copy_(torch.tensor(bias))\n")
+NO_GRAD = "with torch.no_grad():\n"
+RIGHT_TORCH = READ + NO_GRAD + COPY_EMBED + COPY_MIXER
+
+
+def state_dict_load(embedding_key="embed.weight", extra="", **kwargs):
+    """linen_to_torch through load_state_dict, with the keys and arguments given."""
+    args = "".join(f", {k}={v}" for k, v in kwargs.items())
+    return READ + f'''E = torch.tensor(embedding)
+model.load_state_dict({{"{embedding_key}": E, "mixer.weight": torch.tensor(kernel.T),
+                       "mixer.bias": torch.tensor(bias){extra}}}{args})
+return model
+'''
+
+
+# torch_to_nnx: the solution's steps, with the dictionary of values as a parameter.
+def nnx_fill(embedding='array("embed.weight")', kernel='array("mixer.weight").T', nest="embedding", tail=""):
+    return f'''def array(name):
+    return jnp.asarray(state_dict[name].detach().cpu().numpy(), jnp.float32)
+
+values = {{"embed": {{"{nest}": {embedding}}},
+          "mixer": {{"kernel": {kernel}, "bias": array("mixer.bias")}}}}
+graphdef, state = nnx.split(nnx.eval_shape(lambda: NNXTiedLM(*values["embed"]["{nest}"].shape, rngs=nnx.Rngs(0))))
+nnx.replace_by_pure_dict(state, values)
+model = nnx.merge(graphdef, state)
+{tail}return model
+'''
+
+
+TORCH_ITEMS = ("linen_to_torch.tied", "linen_to_torch")
+NNX_ITEMS = ("torch_to_nnx.params", "torch_to_nnx")
+
+PITFALLS = [
+    Pitfall(CH, "kernel_not_transposed", {
+        0: READ + NO_GRAD + COPY_EMBED + COPY_MIXER.replace("kernel.T", "kernel") + "return model",
+        1: nnx_fill(kernel='array("mixer.weight")'),
+    }, {"linen_to_torch.tied": "pass", "linen_to_torch": "frameworks.kernel_not_transposed",
+        "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.kernel_not_transposed"}),
+    Pitfall(CH, "clone_and_head_param", {
+        0: RIGHT_TORCH + "model.lm_head.weight = torch.nn.Parameter(model.embed.weight.detach().clone())\nreturn model",
+        1: nnx_fill(tail='model.lm_head = nnx.Param(jnp.array(values["embed"]["embedding"]))  # "the head, too"\n'),
+    }, {"linen_to_torch.tied": "frameworks.torch_copy", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "frameworks.nnx_extra_param", "torch_to_nnx": "pass"}),
+    Pitfall(CH, "assign_and_alias_key", {
+        0: state_dict_load(extra=', "lm_head.weight": E', assign=True),
+        1: nnx_fill(embedding='array("lm_head.weight")'),
+    }, {"linen_to_torch.tied": "frameworks.torch_alias", "linen_to_torch": "pass",
+        **dict.fromkeys(NNX_ITEMS, "frameworks.alias_key")}),
+    Pitfall(CH, "replaced_parameter_and_tolist", {
+        0: READ + "model.embed.weight = torch.nn.Parameter(torch.tensor(embedding))\n"
+           + NO_GRAD + COPY_MIXER + "return model",
+        1: nnx_fill().replace("jnp.asarray(state_dict[name].detach().cpu().numpy(), jnp.float32)",
+                              "np.array(state_dict[name].tolist())"),
+    }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.torch_head_stale"),
+        "torch_to_nnx.params": "frameworks.float64", "torch_to_nnx": "pass"}),
+    Pitfall(CH, "double_and_key_name", {
+        0: RIGHT_TORCH.replace("TorchTiedLM(*embedding.shape)", "TorchTiedLM(*embedding.shape).double()")
+           + "return model",
+        1: nnx_fill(nest="weight"),
+    }, {"linen_to_torch.tied": "frameworks.float64", "linen_to_torch": "pass",
+        **dict.fromkeys(NNX_ITEMS, "frameworks.nnx_key_name")}),
+    Pitfall(CH, "mixed_float64", {
+        0: READ + "model.embed.weight = torch.nn.Parameter(torch.tensor(embedding, dtype=torch.float64))\n"
+           "model.lm_head.weight = model.embed.weight\n" + NO_GRAD + COPY_MIXER + "return model",
+    }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.float64"), **dict.fromkeys(NNX_ITEMS, "pass")}),
+    Pitfall(CH, "transposed_embedding_and_unfilled", {
+        0: READ + NO_GRAD + COPY_EMBED.replace("embedding)", "embedding.T)") + COPY_MIXER + "return model",
+        1: nnx_fill().replace("nnx.replace_by_pure_dict(state, values)",
+                              'nnx.replace_by_pure_dict(state, {"embed": values["embed"]})'),
+    }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.shape_mismatch"),
+        **dict.fromkeys(NNX_ITEMS, "frameworks.nnx_unfilled")}),
+    Pitfall(CH, "key_name_and_transposed_embedding", {
+        0: RIGHT_TORCH.replace('variables["params"]', 'variables') + "return model",
+        1: nnx_fill(embedding='array("embed.weight").T').replace('["embed"]["embedding"].shape', '["embed"]["embedding"].T.shape'),
+    }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.key_name"),
+        "torch_to_nnx.params": "frameworks.embedding_transposed", "torch_to_nnx": "frameworks.shape_mismatch"}),
+    Pitfall(CH, "state_dict_names_and_returns_values", {
+        0: state_dict_load(embedding_key="embedding.weight"),
+        1: nnx_fill().replace("model = nnx.merge(graphdef, state)\nreturn model", "return values"),
+    }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.state_dict_keys"),
+        **dict.fromkeys(NNX_ITEMS, "frameworks.not_nnx_module")}),
+    Pitfall(CH, "strict_false_and_own_class", {
+        0: state_dict_load(embedding_key="embedding.weight", strict=False),
+        1: '''class Converted(nnx.Module):
+    def __init__(self, sd):
+        self.embedding = nnx.Param(jnp.asarray(sd["embed.weight"].numpy()))
+        self.kernel = nnx.Param(jnp.asarray(sd["mixer.weight"].numpy()).T)
+        self.bias = nnx.Param(jnp.asarray(sd["mixer.bias"].numpy()))
+
+    def __call__(self, ids):
+        E = self.embedding[...]
+        x = E[ids]
+        return (x + jnp.tanh(x @ self.kernel[...] + self.bias[...])) @ E.T
+
+return Converted(state_dict)
+''',
+    }, {"linen_to_torch.tied": "frameworks.not_loaded", "linen_to_torch": "common.wrong_values",
+        "torch_to_nnx.params": "frameworks.nnx_paths", "torch_to_nnx": "pass"}),
+    Pitfall(CH, "returns_state_dict_and_state_snapshot", {
+        0: RIGHT_TORCH + "return model.state_dict()",
+        1: nnx_fill().replace(
+            "graphdef, state = nnx.split(nnx.eval_shape(lambda: NNXTiedLM(",
+            "model = NNXTiedLM(").replace(
+            ", rngs=nnx.Rngs(0))))\nnnx.replace_by_pure_dict(state, values)\nmodel = nnx.merge(graphdef, state)",
+            ", rngs=nnx.Rngs(0))\nnnx.replace_by_pure_dict(nnx.state(model), values)  # fills a snapshot"),
+    }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.not_torch_module"),
+        "torch_to_nnx.params": "frameworks.not_loaded", "torch_to_nnx": "common.wrong_values"}),
+]
