@@ -39,6 +39,7 @@ release: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/grader_speed.py
+	$(BIN)/python benchmarks/mlm_speed.py
 
 clean:
 	rm -rf _build .jupyter_cache
