@@ -209,8 +209,13 @@ class Tab:
         """A PNG of the page, as wide as it is and at most ``max_height`` pixels tall."""
         width, height = self.evaluate("[document.documentElement.scrollWidth,"
                                       " document.documentElement.scrollHeight]")
-        shot = self.call("Page.captureScreenshot", 60, format="png", captureBeyondViewport=True,
-                         clip={"x": 0, "y": 0, "width": width, "height": min(height, max_height), "scale": 1})
+        # A viewport as tall as the shot: capturing beyond the viewport shifts the page left.
+        view = self.evaluate("[window.innerWidth, window.innerHeight]")
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=min(height, max_height),
+                  deviceScaleFactor=1, mobile=False)
+        shot = self.call("Page.captureScreenshot", 60, format="png")
+        self.call("Emulation.setDeviceMetricsOverride", width=view[0], height=view[1],
+                  deviceScaleFactor=1, mobile=False)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
 
