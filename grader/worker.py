@@ -127,10 +127,13 @@ class ProbeHook:
 def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     os.environ["TIED_GRADING"] = "1"  # the notebook's own check() cell stands aside
+    # Only nbval is needed: loading every installed pytest plugin costs about half a
+    # second per notebook.
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     hook = ProbeHook(job["spec"], job["probe_module"])
     notebook = Path(job["notebook"])
     args = [
-        str(notebook), "--nbval-lax", "--nbval-current-env", "-q", "-p", "no:cacheprovider",
+        str(notebook), "-p", "nbval.plugin", "--nbval-lax", "--nbval-current-env", "-q", "-p", "no:cacheprovider",
         "--rootdir", str(notebook.parent), "-c", job["ini"], "--color=no",
         "--nbval-kernel-startup-timeout", "60",
     ]

@@ -157,17 +157,18 @@ def test_infinite_loop_times_out(tmp_path):
 
 
 def test_loop_inside_a_graded_function_times_out_that_item(tmp_path):
-    # Loops only on the hidden case with 32 tokens: the notebook's own cells run.
-    regions = {1: "if len(token_ids) > 20:\n    while True:\n        pass\n"
-                  "ids = jnp.asarray(token_ids, jnp.int32)\nmodule = TiedIO(vocab_size=int(vocab_size), d_model=int(d_model))\n"
-                  "return module.apply(module.init(jax.random.PRNGKey(int(seed)), ids), ids).reshape(-1)"}
-    path = write(with_cells(CHAPTER, regions=regions), tmp_path / f"{CHAPTER}.ipynb")
-    # The limit must leave room for the cells and the first two items even on a
-    # loaded machine (they take about 12 s idle, 30 s or more under load).
-    done = timed_check(path, "--timeout", "90", "--json", bound=90 + 45)
+    # Chapter 04 is plain numpy, so its cells and first items take a few seconds and the
+    # limit can be short.  The wrapper loops only on hidden cases (more than 3 tokens):
+    # the notebook's own cells and the earlier items run.
+    loop = ("_solved = tied_embedding_grad\n\n"
+            "def tied_embedding_grad(tokens, targets, E):\n"
+            "    while len(tokens) > 3:\n        pass\n"
+            "    return _solved(tokens, targets, E)")
+    path = write(with_cells("04_gpt_head", after=[loop]), tmp_path / "04_gpt_head.ipynb")
+    done = timed_check(path, "--timeout", "15", "--json", bound=15 + 45)
     items = {i["item"]: i["verdict"] for i in json.loads(done.stdout)["items"]}
-    assert items["TiedIO.params"] == "pass" and items["TiedIO.__call__"] == "pass"
-    assert items["tied_io_embed"] == "timeout"
+    assert items["cross_entropy_from_logits"] == "pass" and items["tied_head_forward"] == "pass"
+    assert items["tied_embedding_grad"] == "timeout" and items["sample_next"] == "timeout"
 
 
 def test_memory_hog_is_stopped(tmp_path):
