@@ -11,6 +11,7 @@ import io
 import json
 import os
 import sys
+import tempfile
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
@@ -100,10 +101,17 @@ def progress(done: int, total: int, label: str) -> None:
 
 def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, lang: str) -> Gradebook:
     book = Gradebook(out, lang)
-    # Share the cores among the kernels that run at once.
-    limits = replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs))
     todo = [(s, p) for s, p in find_notebooks(paths) if not book.is_current(p)]
     book.save()
+    with tempfile.TemporaryDirectory(prefix="tied-jax-cache-") as cache:
+        # Share the cores among the kernels that run at once, and compiled programs
+        # among all the kernels of this batch.
+        limits = replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs), jax_cache=cache)
+        run_pool(book, todo, jobs, limits)
+    return book
+
+
+def run_pool(book: Gradebook, todo: list[tuple[str, Path]], jobs: int, limits: runner.Limits) -> None:
     done = 0
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         pending = {pool.submit(runner.grade, p, limits): (s, p) for s, p in todo}
@@ -120,4 +128,3 @@ def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, la
                 future.cancel()
             runner.stop_all()
             raise
-    return book

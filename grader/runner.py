@@ -61,9 +61,11 @@ class Result:
 
 @dataclass(frozen=True)
 class Limits:
+    """What a submission's kernel gets: time, memory, threads and a compilation cache."""
     timeout: float = DEFAULT_TIMEOUT
     memory: int = DEFAULT_MEMORY
     threads: int = 0  # CPU threads the kernel may use; 0 leaves the libraries' default
+    jax_cache: str = ""  # a folder where a batch's kernels share compiled JAX programs
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -80,6 +82,23 @@ def thread_env(threads: int) -> dict[str, str]:
         xla = os.environ.get("XLA_FLAGS", "")
         env["XLA_FLAGS"] = f"{xla} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
     return env
+
+
+def jax_cache_env(folder: str) -> dict[str, str]:
+    """Environment that lets JAX keep every compiled program in ``folder``.
+
+    The kernels of a batch grade the same chapter and compile the same small programs
+    (the cache key is a hash of the program, the compiler options and the versions), so
+    a later kernel loads what an earlier one compiled: about a third less time per Flax
+    notebook.  A cache the user set up already is left alone.
+    """
+    if not folder or "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return {}
+    return {
+        "JAX_COMPILATION_CACHE_DIR": folder,
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+    }
 
 
 def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = None) -> Result:
@@ -150,7 +169,8 @@ def kill_tree(procs: list[psutil.Process]) -> None:
 
 def supervise(job: dict, limits: Limits) -> str:
     """Run the worker; return ``""`` when it finished, else TIMEOUT or OOM."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1", **thread_env(limits.threads)}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1",
+           **thread_env(limits.threads), **jax_cache_env(limits.jax_cache)}
     with open(job["log"], "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "grader.worker", job["path"]],

@@ -46,3 +46,15 @@ def test_interrupt_leaves_a_valid_gradebook_and_rerun_skips_finished(tmp_path):
     rerun = start_grade(str(tmp_path / "a_bad"), "--out", str(out))
     _, err = rerun.communicate(timeout=120)
     assert "1/1" in err
+
+
+def test_batch_kernels_share_a_compilation_cache_unless_the_user_has_one(monkeypatch, tmp_path):
+    from grader.runner import jax_cache_env
+
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    env = jax_cache_env(str(tmp_path))
+    assert env["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path)
+    assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"  # small programs too
+    assert jax_cache_env("") == {}
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", "/somewhere/else")
+    assert jax_cache_env(str(tmp_path)) == {}
