@@ -31,7 +31,8 @@ from .submission import BadSubmission, Submission, load
 
 DEFAULT_TIMEOUT = 120.0  # seconds per notebook
 DEFAULT_MEMORY = 4 * 2**30  # bytes for the whole process tree
-POLL = 0.05
+POLL = 0.05  # seconds between memory checks
+LIST_EVERY = 0.5  # seconds between listings of the worker's process tree
 NOTEBOOK_ITEM = "notebook"
 KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
 LIVE: set[psutil.Process] = set()  # workers running now, for stop_all()
@@ -180,15 +181,17 @@ def supervise(job: dict, limits: Limits) -> str:
         watched = psutil.Process(proc.pid)
         LIVE.add(watched)
         deadline = time.monotonic() + limits.timeout
-        stopped = ""
+        stopped, procs, listed = "", [], 0.0
         while proc.poll() is None:
-            procs = _tree(watched)
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now - listed > LIST_EVERY:  # listing the tree scans /proc: not every poll
+                procs, listed = _tree(watched), now
+            if now > deadline:
                 stopped = TIMEOUT
             elif _rss(procs) > limits.memory:
                 stopped = OOM
             if stopped:
-                kill_tree(procs)
+                kill_tree(_tree(watched) or procs)
                 break
             time.sleep(POLL)
         proc.wait()
