@@ -54,10 +54,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run_check(args) -> int:
-    from .report import as_dict, dumps, table, write_atomic
+    from . import disk_cache
+    from .atomic import write_atomic
+    from .report import as_dict, dumps, table
     from .runner import Limits, grade
 
-    result = grade(args.notebook, Limits(args.timeout, int(args.memory * 2**30)), args.chapter)
+    with disk_cache.compiled_programs() as compiled:
+        limits = Limits(args.timeout, int(args.memory * 2**30), jax_cache=compiled)
+        result = grade(args.notebook, limits, args.chapter)
     if result.bad is not None:
         print(render(result.bad, args.lang), file=sys.stderr)
         return EXIT_USAGE

@@ -11,13 +11,13 @@ import io
 import json
 import os
 import sys
-import tempfile
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 
-from . import runner
-from .report import as_dict, dumps, write_atomic
+from . import disk_cache, runner
+from .atomic import write_atomic
+from .report import as_dict, dumps
 from .submission import BadSubmission, read_bytes
 
 FIELDS = ("student", "chapter", "item", "points", "max_points", "verdict", "message", "path")
@@ -103,10 +103,10 @@ def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, la
     book = Gradebook(out, lang)
     todo = [(s, p) for s, p in find_notebooks(paths) if not book.is_current(p)]
     book.save()
-    with tempfile.TemporaryDirectory(prefix="tied-jax-cache-") as cache:
+    with disk_cache.compiled_programs() as compiled:
         # Share the cores among the kernels that run at once, and compiled programs
-        # among all the kernels of this batch.
-        limits = replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs), jax_cache=cache)
+        # among all the kernels of this batch (and of earlier ones).
+        limits = replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs), jax_cache=compiled)
         run_pool(book, todo, jobs, limits)
     return book
 

@@ -10,7 +10,8 @@ from functools import cache
 
 import numpy as np
 
-from .probe_runtime import decode
+from . import disk_cache
+from .probe_runtime import decode, encode
 from .registry import Case, Chapter, ErrorPattern, Finding, Item, Symptom, chapter
 
 # Outcomes of an item.  PASS earns the points; everything else earns none.
@@ -40,9 +41,19 @@ def cases(chapter_id: str, item_name: str) -> tuple[Case, ...]:
 
 @cache
 def expected(chapter_id: str, item_name: str) -> tuple:
-    """Reference values for every case of an item, computed once per process."""
+    """Reference values for every case of an item: from the disk cache, else computed.
+
+    They pass through the same encoding as the student's facts, so a judge sees both
+    sides in one form, whether the references were computed now or read back.
+    """
+    count = len(cases(chapter_id, item_name))
+    stored = disk_cache.load(chapter_id, item_name, count)
+    if stored is not None:
+        return stored
     item = chapter(chapter_id).item(item_name)
-    return tuple(item.reference(case) for case in cases(chapter_id, item_name))
+    encoded = [encode(item.reference(case)) for case in cases(chapter_id, item_name)]
+    disk_cache.store(chapter_id, item_name, encoded)
+    return tuple(decode(value) for value in encoded)
 
 
 def warm_references(ch: Chapter) -> None:

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import unicodedata
 from pathlib import Path
 
@@ -75,19 +73,6 @@ def as_dict(result, lang: str) -> dict:
             for v in result.verdicts
         ],
     }
-
-
-def write_atomic(path: Path, content: str) -> None:
-    """Write to a temporary file beside ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def dumps(obj) -> str:

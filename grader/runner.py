@@ -66,7 +66,7 @@ class Limits:
     timeout: float = DEFAULT_TIMEOUT
     memory: int = DEFAULT_MEMORY
     threads: int = 0  # CPU threads the kernel may use; 0 leaves the libraries' default
-    jax_cache: str = ""  # a folder where a batch's kernels share compiled JAX programs
+    jax_cache: str = ""  # a folder where the kernels keep compiled JAX programs
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -88,10 +88,11 @@ def thread_env(threads: int) -> dict[str, str]:
 def jax_cache_env(folder: str) -> dict[str, str]:
     """Environment that lets JAX keep every compiled program in ``folder``.
 
-    The kernels of a batch grade the same chapter and compile the same small programs
-    (the cache key is a hash of the program, the compiler options and the versions), so
-    a later kernel loads what an earlier one compiled: about a third less time per Flax
-    notebook.  A cache the user set up already is left alone.
+    Every kernel is a fresh process, and kernels grading the same chapter compile the
+    same small programs (the cache key is a hash of the program, the compiler options
+    and the versions), so a later kernel loads what an earlier one compiled: about a
+    third less time per Flax notebook.  ``grader.disk_cache`` chooses the folder.  A
+    cache the user set up already is left alone.
     """
     if not folder or "JAX_COMPILATION_CACHE_DIR" in os.environ:
         return {}

@@ -18,19 +18,24 @@ from pitfalls import PITFALLS  # noqa: E402
 
 # The suite grades dozens of notebooks of the same chapters, and each kernel would
 # compile the same small JAX programs again.  A compilation cache shared by this test
-# session (and inherited by the grader's kernels through the environment) saves about
-# a third of a Flax notebook's time.  The grader never sets one itself: in a class,
-# one student's kernel could write into a cache that the next one reads.
+# session (inherited by every kernel through the environment, the grader's and those
+# nbval starts for the solutions) saves about a third of a Flax notebook's time.  The
+# grader's own disk cache (references) starts empty in a folder of the session too:
+# the first grader run computes the references and later ones read them back, and
+# nothing lands in the user's cache folder.
 JAX_CACHE = tempfile.mkdtemp(prefix="tied-test-jax-cache-")
+REFERENCE_CACHE = tempfile.mkdtemp(prefix="tied-test-references-")
 os.environ.update({
     "JAX_COMPILATION_CACHE_DIR": JAX_CACHE,
     "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
     "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+    "TIED_CACHE_DIR": REFERENCE_CACHE,
 })
 
 
 def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(JAX_CACHE, ignore_errors=True)
+    for folder in (JAX_CACHE, REFERENCE_CACHE):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def grader(*args, timeout=600, **kwargs) -> subprocess.CompletedProcess:

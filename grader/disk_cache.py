@@ -1,0 +1,103 @@
+"""What the grader keeps on disk from one run to the next: references and compiled programs.
+
+**References.** Computing a chapter's references means importing its framework and
+running the reference implementation on every public and hidden case: about 3.6 s for
+chapter 01, as much as running the student's notebook.  The values depend only on the
+grader's own source and on the versions of the libraries, so the first run stores them
+in a folder named by a hash of both, and later runs (``grader check`` again, each
+notebook of a batch, the in-notebook ``check()``) read them back.  The files hold
+values in the encoding the kernel uses for its facts (arrays as .npy bytes, never
+pickles): a damaged or edited file can only fail to decode, and then the references
+are computed again.
+
+**Compiled programs.** Each submission's kernel is a fresh process, and JAX would
+compile the same small programs in every one of them.  The kernels are pointed at a
+JAX compilation cache in the same folder, so a notebook graded before (or a
+classmate's with the same code) skips most of its compilation.
+
+Set ``TIED_CACHE_DIR`` to move the folder, or to an empty string to keep nothing on
+disk (the kernels of one batch then share a temporary compilation cache).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import tempfile
+from contextlib import contextmanager
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+from .probe_runtime import decode
+from .atomic import write_atomic
+
+LIBRARIES = ("numpy", "jax", "jaxlib", "flax", "torch")
+
+
+def folder() -> Path | None:
+    """Where references are kept, or None when the user turned the cache off."""
+    configured = os.environ.get("TIED_CACHE_DIR")
+    if configured is not None:
+        return Path(configured) if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "tied"
+
+
+@cache
+def fingerprint() -> str:
+    """Hash of everything a reference value depends on: this package and the libraries."""
+    digest = hashlib.sha256()
+    package = Path(__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    for name in LIBRARIES:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = "-"
+        digest.update(f"{name}=={version};".encode())
+    digest.update(f"{sys.version};{platform.machine()}".encode())
+    return digest.hexdigest()[:20]
+
+
+@contextmanager
+def compiled_programs():
+    """The folder for the kernels' JAX compilation cache, for as long as they run."""
+    root = folder()
+    if root is not None:
+        yield str(root / "jax" / fingerprint())
+        return
+    with tempfile.TemporaryDirectory(prefix="tied-jax-cache-") as tmp:
+        yield tmp
+
+
+def _file(chapter_id: str, item_name: str) -> Path | None:
+    root = folder()
+    return None if root is None else root / "references" / fingerprint() / f"{chapter_id}.{item_name}.json"
+
+
+def load(chapter_id: str, item_name: str, count: int) -> tuple | None:
+    """The ``count`` stored references of an item, or None when there is no usable file."""
+    path = _file(chapter_id, item_name)
+    if path is None:
+        return None
+    try:
+        values = tuple(decode(v) for v in json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return values if len(values) == count else None
+
+
+def store(chapter_id: str, item_name: str, encoded: list) -> None:
+    """Keep an item's encoded references; a folder that cannot be written is no error."""
+    path = _file(chapter_id, item_name)
+    if path is None:
+        return
+    try:
+        write_atomic(path, json.dumps(encoded))
+    except OSError:
+        pass

@@ -1,0 +1,134 @@
+"""What the grader keeps on disk: references read back are the ones it would compute, and
+kernels keep their compiled programs beside them.
+
+Chapter 04 (NumPy) keeps the reference tests fast; the code path is the same for every chapter.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader import disk_cache, judge
+from grader.probe_runtime import encode
+from notebooks import ROOT
+
+CHAPTER = "04_gpt_head"
+ITEM = "tied_embedding_grad"
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIED_CACHE_DIR", str(tmp_path))
+    judge.expected.cache_clear()
+    yield tmp_path
+    judge.expected.cache_clear()
+
+
+def stored_file(folder):
+    (path,) = folder.rglob(f"{CHAPTER}.{ITEM}.json")
+    return path
+
+
+def computed():
+    """The references straight from the reference implementation, no cache involved."""
+    item = judge.chapter(CHAPTER).item(ITEM)
+    return [item.reference(case) for case in judge.cases(CHAPTER, ITEM)]
+
+
+def assert_equal_to_computed(values):
+    """Each case's (grad_lookup, grad_head) equals the reference's, bit for bit."""
+    direct = computed()
+    assert len(values) == len(direct)
+    for value, ref in zip(values, direct):
+        assert len(value) == len(ref) == 2
+        for v, r in zip(value, ref):
+            np.testing.assert_array_equal(v, r)
+            assert np.asarray(v).dtype == np.asarray(r).dtype
+
+
+def test_read_back_equals_computed(cache_dir):
+    assert_equal_to_computed(judge.expected(CHAPTER, ITEM))  # computed, then stored
+    assert stored_file(cache_dir).exists()
+    judge.expected.cache_clear()
+    assert_equal_to_computed(judge.expected(CHAPTER, ITEM))  # read from the file
+
+
+@pytest.mark.parametrize("content", [
+    "not json at all",
+    "[]",  # a file with too few cases would silently skip the hidden ones
+    json.dumps([{"__nd__": "bm90IGFuIGFycmF5"}]),  # base64 of bytes that are no .npy
+    json.dumps([{"__nd__": 12}]),
+])
+def test_a_damaged_file_is_computed_again_and_rewritten(cache_dir, content):
+    judge.expected(CHAPTER, ITEM)
+    path = stored_file(cache_dir)
+    path.write_text(content, encoding="utf-8")
+    judge.expected.cache_clear()
+    assert_equal_to_computed(judge.expected(CHAPTER, ITEM))
+    assert json.loads(path.read_text(encoding="utf-8")) == [encode(v) for v in computed()]
+
+
+def test_an_empty_setting_keeps_nothing_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIED_CACHE_DIR", "")
+    monkeypatch.chdir(tmp_path)
+    judge.expected.cache_clear()
+    try:
+        assert judge.expected(CHAPTER, ITEM)
+    finally:
+        judge.expected.cache_clear()
+    assert disk_cache.folder() is None
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_folder_that_cannot_be_written_is_no_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "a file, not a folder"
+    blocker.write_text("")
+    monkeypatch.setenv("TIED_CACHE_DIR", str(blocker))
+    judge.expected.cache_clear()
+    try:
+        assert len(judge.expected(CHAPTER, ITEM)) == len(judge.cases(CHAPTER, ITEM))
+    finally:
+        judge.expected.cache_clear()
+
+
+def test_another_library_version_uses_another_folder(monkeypatch):
+    before = disk_cache.fingerprint()
+    real = disk_cache.metadata.version
+    monkeypatch.setattr(disk_cache.metadata, "version",
+                        lambda name: "0.0.0" if name == "jax" else real(name))
+    disk_cache.fingerprint.cache_clear()
+    try:
+        assert disk_cache.fingerprint() != before
+    finally:
+        monkeypatch.undo()
+        disk_cache.fingerprint.cache_clear()
+    assert disk_cache.fingerprint() == before
+
+
+def test_kernels_keep_compiled_programs_beside_the_references(tmp_path, monkeypatch):
+    from conftest import grader
+
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")  # the suite's own; a user's wins
+    monkeypatch.setenv("TIED_CACHE_DIR", str(tmp_path))
+    notebook = str(ROOT / "solutions" / "01_linen.ipynb")
+    for run in ("computes and stores", "reads back"):
+        done = grader("check", notebook, "--json")
+        assert done.returncode == 0, (run, done.stdout[-2000:], done.stderr[-2000:])
+        assert json.loads(done.stdout)["passed"], run
+    compiled = list((tmp_path / "jax").rglob("*-cache"))
+    assert compiled, "no compiled program was kept"
+    assert all(p.parent.name == reference_cache_name(tmp_path) for p in compiled)
+
+
+def reference_cache_name(root):
+    """The one fingerprint folder the run wrote its references into."""
+    (folder,) = (root / "references").iterdir()
+    return folder.name
+
+
+def test_with_the_cache_off_compiled_programs_go_to_a_temporary_folder(monkeypatch):
+    monkeypatch.setenv("TIED_CACHE_DIR", "")
+    with disk_cache.compiled_programs() as folder:
+        assert Path(folder).is_dir()
+    assert not Path(folder).exists()
