@@ -25,6 +25,7 @@ import tempfile
 import time
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
+from unittest.mock import patch
 
 import nbformat
 
@@ -41,16 +42,9 @@ def seconds(argv: list[str]) -> float:
 @contextmanager
 def empty_disk_cache():
     """A temporary disk cache for this process and the commands it starts."""
-    before = os.environ.get("TIED_CACHE_DIR")
-    with tempfile.TemporaryDirectory(prefix="tied-bench-cache-") as cache:
-        os.environ["TIED_CACHE_DIR"] = cache
-        try:
-            yield
-        finally:
-            if before is None:
-                del os.environ["TIED_CACHE_DIR"]
-            else:
-                os.environ["TIED_CACHE_DIR"] = before
+    with tempfile.TemporaryDirectory(prefix="tied-bench-cache-") as cache, \
+            patch.dict(os.environ, TIED_CACHE_DIR=cache):
+        yield
 
 
 def cold_and_warm(argv) -> tuple[float, float]:

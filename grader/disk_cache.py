@@ -31,14 +31,14 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from .probe_runtime import decode
 from .atomic import write_atomic
+from .probe_runtime import decode
 
 LIBRARIES = ("numpy", "jax", "jaxlib", "flax", "torch")
 
 
 def folder() -> Path | None:
-    """Where references are kept, or None when the user turned the cache off."""
+    """Where the cache is kept, or None when the user turned it off."""
     configured = os.environ.get("TIED_CACHE_DIR")
     if configured is not None:
         return Path(configured) if configured else None
@@ -64,20 +64,26 @@ def fingerprint() -> str:
     return digest.hexdigest()[:20]
 
 
+def _part(kind: str) -> Path | None:
+    """This grader's folder for one kind of content (``references``, ``jax``), if any."""
+    root = folder()
+    return None if root is None else root / kind / fingerprint()
+
+
 @contextmanager
 def compiled_programs():
     """The folder for the kernels' JAX compilation cache, for as long as they run."""
-    root = folder()
-    if root is not None:
-        yield str(root / "jax" / fingerprint())
+    part = _part("jax")
+    if part is not None:
+        yield str(part)
         return
     with tempfile.TemporaryDirectory(prefix="tied-jax-cache-") as tmp:
         yield tmp
 
 
 def _file(chapter_id: str, item_name: str) -> Path | None:
-    root = folder()
-    return None if root is None else root / "references" / fingerprint() / f"{chapter_id}.{item_name}.json"
+    part = _part("references")
+    return None if part is None else part / f"{chapter_id}.{item_name}.json"
 
 
 def load(chapter_id: str, item_name: str, count: int) -> tuple | None:

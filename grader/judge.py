@@ -46,12 +46,12 @@ def expected(chapter_id: str, item_name: str) -> tuple:
     They pass through the same encoding as the student's facts, so a judge sees both
     sides in one form, whether the references were computed now or read back.
     """
-    count = len(cases(chapter_id, item_name))
-    stored = disk_cache.load(chapter_id, item_name, count)
+    item_cases = cases(chapter_id, item_name)
+    stored = disk_cache.load(chapter_id, item_name, len(item_cases))
     if stored is not None:
         return stored
     item = chapter(chapter_id).item(item_name)
-    encoded = [encode(item.reference(case)) for case in cases(chapter_id, item_name)]
+    encoded = [encode(item.reference(case)) for case in item_cases]
     disk_cache.store(chapter_id, item_name, encoded)
     return tuple(decode(value) for value in encoded)
 

@@ -13,29 +13,22 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from grader.runner import jax_cache_env  # noqa: E402
 from notebooks import ROOT, replace_regions, write  # noqa: E402
 from pitfalls import PITFALLS  # noqa: E402
 
-# The suite grades dozens of notebooks of the same chapters, and each kernel would
-# compile the same small JAX programs again.  A compilation cache shared by this test
-# session (inherited by every kernel through the environment, the grader's and those
-# nbval starts for the solutions) saves about a third of a Flax notebook's time.  The
-# grader's own disk cache (references) starts empty in a folder of the session too:
-# the first grader run computes the references and later ones read them back, and
-# nothing lands in the user's cache folder.
-JAX_CACHE = tempfile.mkdtemp(prefix="tied-test-jax-cache-")
-REFERENCE_CACHE = tempfile.mkdtemp(prefix="tied-test-references-")
-os.environ.update({
-    "JAX_COMPILATION_CACHE_DIR": JAX_CACHE,
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
-    "TIED_CACHE_DIR": REFERENCE_CACHE,
-})
+# The suite grades dozens of notebooks of the same chapters.  The grader's disk cache
+# starts empty in a folder of this session: the first grader run computes the
+# references and later ones read them back, and nothing lands in the user's cache
+# folder.  A JAX compilation cache in the same folder is set in the environment, so
+# that every kernel shares it, the grader's and those nbval starts for the solutions:
+# about a third of a Flax notebook's time.
+CACHE = tempfile.mkdtemp(prefix="tied-test-cache-")
+os.environ.update({"TIED_CACHE_DIR": CACHE, **jax_cache_env(os.path.join(CACHE, "jax-suite"))})
 
 
 def pytest_sessionfinish(session, exitstatus):
-    for folder in (JAX_CACHE, REFERENCE_CACHE):
-        shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(CACHE, ignore_errors=True)
 
 
 def grader(*args, timeout=600, **kwargs) -> subprocess.CompletedProcess:

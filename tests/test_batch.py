@@ -48,7 +48,7 @@ def test_interrupt_leaves_a_valid_gradebook_and_rerun_skips_finished(tmp_path):
     assert "1/1" in err
 
 
-def test_batch_kernels_share_a_compilation_cache_unless_the_user_has_one(monkeypatch, tmp_path):
+def test_kernels_get_a_compilation_cache_unless_the_user_has_one(monkeypatch, tmp_path):
     from grader.runner import jax_cache_env
 
     monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
