@@ -1,4 +1,4 @@
-"""Grader messages in English, Spanish and Korean: one JSON catalog per language."""
+"""Grader messages in English, Spanish and Korean: one folder of JSON catalogs per language."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,14 @@ DEFAULT = "en"
 
 @cache
 def catalog(lang: str) -> dict[str, str]:
-    return json.loads(resources.files("grader").joinpath(f"messages/{lang}.json").read_text(encoding="utf-8"))
+    """Every message of ``lang``: one file per key prefix in ``messages/<lang>/``
+    (``common``, ``ui``, ``bad`` and one per chapter), merged."""
+    merged: dict[str, str] = {}
+    folder = resources.files("grader").joinpath(f"messages/{lang}")
+    for part in sorted(folder.iterdir(), key=lambda p: p.name):
+        if part.name.endswith(".json"):
+            merged.update(json.loads(part.read_text(encoding="utf-8")))
+    return merged
 
 
 def detect_lang() -> str:

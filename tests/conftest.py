@@ -47,14 +47,15 @@ def chapters() -> list[str]:
 
 @pytest.fixture(scope="session")
 def batch(tmp_path_factory) -> dict[str, dict]:
-    """Gradebook entries of solutions, exercises and pitfalls, keyed ``kind/name``."""
+    """Gradebook entries of solutions, exercises and the pitfalls that go through a
+    kernel (``Pitfall.kernel``), keyed ``kind/name``."""
     root = tmp_path_factory.mktemp("batch")
     for chapter in chapters():
         for kind, folder in (("solution", "solutions"), ("exercise", "exercises")):
             (root / kind / chapter).mkdir(parents=True)
             shutil.copy(ROOT / folder / f"{chapter}.ipynb", root / kind / chapter / f"{chapter}.ipynb")
     for p in PITFALLS:
-        if p.chapter in chapters():
+        if p.kernel and p.chapter in chapters():
             write(replace_regions(p.chapter, p.regions), root / "pitfall" / p.id / f"{p.chapter}.ipynb")
     out = root / "book"
     done = grader("grade", str(root / "solution"), str(root / "exercise"), str(root / "pitfall"),
@@ -62,3 +63,20 @@ def batch(tmp_path_factory) -> dict[str, dict]:
     assert done.returncode in (0, 1), done.stderr
     entries = json.loads((out / "gradebook.json").read_text())["submissions"]
     return {f"{Path(p).parent.parent.name}/{e['student']}": e for p, e in entries.items()}
+
+
+_IN_PROCESS: dict[str, dict] = {}
+
+
+def judged_in_process(pitfall) -> dict:
+    """The gradebook entry of a pitfall, judged in this process (``tests/inprocess.py``)."""
+    from inprocess import grade_in_process
+
+    if pitfall.id not in _IN_PROCESS:
+        nb = replace_regions(pitfall.chapter, pitfall.regions)
+        _IN_PROCESS[pitfall.id] = grade_in_process(nb, pitfall.chapter)
+    return _IN_PROCESS[pitfall.id]
+
+
+def pitfall_entry(batch, pitfall) -> dict:
+    return batch[f"pitfall/{pitfall.id}"] if pitfall.kernel else judged_in_process(pitfall)

@@ -2,7 +2,7 @@
 'not implemented' on every item, and every pitfall gets its own diagnosis."""
 import pytest
 
-from conftest import chapters
+from conftest import chapters, pitfall_entry
 from pitfalls import PITFALLS
 
 
@@ -24,7 +24,7 @@ def test_exercise_scores_zero_with_hints(batch, chapter):
 
 @pytest.mark.parametrize("pitfall", [p for p in PITFALLS if p.chapter in chapters()], ids=lambda p: p.id)
 def test_pitfall_is_named(batch, pitfall):
-    entry = batch[f"pitfall/{pitfall.id}"]
+    entry = pitfall_entry(batch, pitfall)
     assert entry["chapter"] == pitfall.chapter
     got = {i["item"]: (i["verdict"] if i["verdict"] == "pass" else i["key"]) for i in entry["items"]}
     for item, want in pitfall.expect.items():

@@ -3,6 +3,7 @@ import nbformat
 import pytest
 
 from conftest import chapters
+from inprocess import run_cells
 from grader import check
 from grader.selfcheck import panel
 from notebooks import replace_regions, solution
@@ -10,15 +11,8 @@ from pitfalls import PITFALLS
 
 
 def namespace_of(nb) -> dict:
-    """Run the notebook's code cells here (the check cell aside), ignoring their errors."""
-    ns = {"__name__": "__main__"}
-    for cell in nb.cells:
-        if cell.cell_type == "code" and "check(" not in cell.source:
-            try:
-                exec(compile(cell.source, "<cell>", "exec"), ns)
-            except Exception:
-                pass
-    return ns
+    """Run the notebook's code cells here (the check cell stands aside), whatever they raise."""
+    return run_cells(nb)[0]
 
 
 def keys(items):
@@ -26,7 +20,7 @@ def keys(items):
 
 
 CASES = [(f"solution/{c}", c, {}) for c in chapters()] + \
-        [(f"pitfall/{p.id}", p.chapter, p.regions) for p in PITFALLS if p.chapter in chapters()]
+        [(f"pitfall/{p.id}", p.chapter, p.regions) for p in PITFALLS if p.kernel and p.chapter in chapters()]
 
 
 @pytest.mark.parametrize("entry,chapter,regions", CASES, ids=[c[0] for c in CASES])

@@ -3,12 +3,14 @@
 One module per chapter defines ``PITFALLS``.  ``regions`` replaces solution regions of
 the chapter's solution notebook (0-based, in notebook order); ``expect`` maps graded
 items to the message key (or set of acceptable keys) the grader must name, or "pass".
+Most pitfalls are judged in the test process (``tests/inprocess.py``); those with
+``kernel=True`` also go through ``grader grade``, a real kernel per notebook.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -17,17 +19,28 @@ class Pitfall:
     name: str
     regions: dict
     expect: dict
+    kernel: bool = False
 
     @property
     def id(self) -> str:
         return f"{self.chapter}-{self.name}"
 
 
+# The sample that also goes through a real kernel: one or two per chapter, chosen for
+# what only a kernel shows (the student's line in an IPython traceback, a probe that
+# imports the framework in a fresh process).
+THROUGH_KERNEL = {
+    "01_linen-typo", "01_linen-missing_transpose", "02_nnx-two_params_and_grad_swapped",
+    "03_pytorch-clone", "04_gpt_head-total_grad+always_argmax", "05_mlm-unbiased_variance",
+    "07_three_frameworks-kernel_not_transposed",
+}
+
+
 def _collect() -> list[Pitfall]:
     found = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         found += importlib.import_module(f"{__name__}.{info.name}").PITFALLS
-    return found
+    return [replace(p, kernel=p.kernel or p.id in THROUGH_KERNEL) for p in found]
 
 
 PITFALLS = _collect()
