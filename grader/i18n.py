@@ -38,13 +38,31 @@ def detect_lang() -> str:
 
 
 def text(key: str, lang: str = DEFAULT, **params) -> str:
-    template = catalog(lang).get(key) or catalog(DEFAULT)[key]
+    """The message ``key`` in ``lang``.  An unknown key is shown as it is rather than
+    stopping a report (``tests/test_catalogs.py`` finds every key the code can emit)."""
+    template = catalog(lang).get(key) or catalog(DEFAULT).get(key, key)
     return template.format_map(defaultdict(lambda: "?", params))
+
+
+def hint_key(hint: str) -> str:
+    """The catalog key of a stub's hint (``<chapter>.hint_<name>``, whose English text is
+    the hint that ``grader release`` wrote into the stub), or ``""``."""
+    return next((k for k, v in catalog(DEFAULT).items() if ".hint_" in k and v == hint.strip()), "")
+
+
+def localised(params: dict, lang: str) -> dict:
+    """Parameters whose name ends in ``_key`` name a catalog message: also give it in ``lang``
+    under the name without the suffix (``message_key`` fills ``{message}``)."""
+    out = dict(params)
+    for name, value in params.items():
+        if name.endswith("_key") and value:
+            out[name[: -len("_key")]] = text(value, lang)
+    return out
 
 
 def render(finding: Finding, lang: str = DEFAULT) -> str:
     """A finding as one message, with the student's failing line when there is one."""
-    message = text(finding.key, lang, **finding.params)
+    message = text(finding.key, lang, **localised(finding.params, lang))
     line = finding.params.get("line")
     if line:
         message += " — " + text("ui.your_line", lang, line=line)

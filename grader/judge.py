@@ -11,6 +11,7 @@ from functools import cache
 import numpy as np
 
 from . import disk_cache
+from .i18n import hint_key
 from .probe_runtime import decode, encode
 from .registry import Case, Chapter, ErrorPattern, Finding, Item, Symptom, chapter
 
@@ -30,7 +31,8 @@ class Verdict:
     max_points: int
     status: str
     finding: Finding | None = None
-    case: str = ""  # label of the case that failed
+    case: str = ""  # catalog key of the label of the case that failed
+    shown: dict = field(default_factory=dict)  # the sizes that label shows
     extra: dict = field(default_factory=dict)
 
 
@@ -64,7 +66,7 @@ def warm_references(ch: Chapter) -> None:
 def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None) -> Finding:
     """The finding for an exception; ``cell`` names the notebook cell that raised it."""
     if COMMON_ERRORS[0].matches(error):  # the stub's hint says more than its line
-        return Finding("common.not_implemented", {"message": error["message"]})
+        return Finding("common.not_implemented", {"message": error["message"], "message_key": hint_key(error["message"])})
     for pattern in patterns:
         if pattern.matches(error):
             return Finding(pattern.key, dict(error))
@@ -73,18 +75,55 @@ def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | 
     return Finding("common.exception", dict(error))
 
 
-def judge_item(ch: Chapter, item: Item, facts: list[dict]) -> Verdict:
-    """Verdict of one item from its facts, one per case, in case order."""
-    patterns = COMMON_ERRORS[1:] + item.errors + ch.errors
-    refs = expected(ch.id, item.name)
-    for case, fact, ref in zip(cases(ch.id, item.name), facts, refs):
-        if "error" in fact:
-            finding = classify_error(fact["error"], patterns)
-        else:
-            finding = item.judge(case, decode(fact["value"]), ref)
+def well_formed(fact) -> bool:
+    """A fact is ``{"value": ...}`` or ``{"error": {"type", "message", "line"}}``, nothing else."""
+    if not isinstance(fact, dict) or len(fact) != 1:
+        return False
+    if "value" in fact:
+        return True
+    error = fact.get("error")
+    return isinstance(error, dict) and all(isinstance(error.get(k), str) for k in ("type", "message", "line"))
+
+
+def judge_case(ch: Chapter, item: Item, case: Case, fact: dict, ref) -> Finding | None:
+    """The finding for one case, or None when it passes."""
+    if "error" in fact:
+        return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors)
+    return item.judge(case, decode(fact["value"]), ref)
+
+
+def judge_item(ch: Chapter, item: Item, facts) -> Verdict:
+    """Verdict of one item from its facts: exactly one well-formed fact per case, in case order.
+
+    The facts come from the student's kernel: a missing, extra or malformed fact fails
+    the item, and nothing a judge, a symptom, a reference or the decoding raises stops
+    the grading: the item is then "could not be judged", with the reason.
+    """
+    fail = lambda finding, case=None: Verdict(
+        item.name, 0, item.points, FAIL, finding, case.label if case else "", case.shown if case else {})
+    try:
+        item_cases = cases(ch.id, item.name)
+        if not isinstance(facts, list) or len(facts) != len(item_cases) or not all(map(well_formed, facts)):
+            return fail(Finding("common.bad_record", {"count": len(facts) if isinstance(facts, list) else 0,
+                                                      "expected": len(item_cases)}))
+        refs = expected(ch.id, item.name)
+    except Exception as exc:  # a reference that cannot be computed is the grader's fault
+        return fail(Finding("common.not_judged", {"reason": f"{type(exc).__name__}: {exc}"[:200]}))
+    for case, fact, ref in zip(item_cases, facts, refs):
+        try:
+            finding = judge_case(ch, item, case, fact, ref)
+        except Exception as exc:  # an odd value no judge foresaw: never a crash
+            finding = Finding("common.not_judged", {"reason": f"{type(exc).__name__}: {exc}"[:200]})
         if finding is not None:
-            return Verdict(item.name, 0, item.points, FAIL, finding, case.label)
+            return fail(finding, case)
     return Verdict(item.name, item.points, item.points, PASS)
+
+
+def judge_records(ch: Chapter, item: Item, records: list) -> Verdict:
+    """An item passes only on exactly one record: a second line for it is forged."""
+    if len(records) == 1:
+        return judge_item(ch, item, records[0])
+    return Verdict(item.name, 0, item.points, FAIL, Finding("common.bad_record", {"count": len(records), "expected": 1}))
 
 
 def unreached(ch: Chapter, done: dict[str, Verdict], status: str, finding: Finding) -> list[Verdict]:
@@ -98,40 +137,70 @@ def unreached(ch: Chapter, done: dict[str, Verdict], status: str, finding: Findi
 # ---------------------------------------------------------------- judges
 
 def describe_shape(shape) -> str:
-    return "(" + ", ".join(str(int(n)) for n in shape) + ")"
+    return str(tuple(int(n) for n in shape))
+
+
+def as_numbers(value) -> np.ndarray | None:
+    """``value`` as a real, numeric NumPy array, or None (ragged lists, strings, None,
+    objects, complex numbers, structured or bfloat16-as-void arrays)."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):  # ragged nesting
+        return None
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        return None
+    return arr
+
+
+def kind_of(value) -> str:
+    """How a non-numeric result is named to the student: a type or a dtype."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):
+        return "ragged list"
+    if arr.dtype.kind == "V" and arr.dtype.itemsize == 2:
+        return "bfloat16"
+    if arr.dtype.kind in "US":
+        return "str"
+    return str(arr.dtype) if arr.dtype != object else type(value).__name__
 
 
 def close(value, ref, rtol: float, atol: float) -> bool:
-    value, ref = np.asarray(value), np.asarray(ref)
-    return value.shape == ref.shape and bool(np.allclose(value, ref, rtol=rtol, atol=atol))
+    value, ref = as_numbers(value), np.asarray(ref)
+    return value is not None and value.shape == ref.shape and bool(np.allclose(value, ref, rtol=rtol, atol=atol))
 
 
-def compare_arrays(value, ref, rtol: float, atol: float) -> Finding | None:
-    """The shared comparison: shape first, then values within the tolerance."""
-    value = np.asarray(value)
+def compare_arrays(value, ref, rtol: float, atol: float, dtype: str = "") -> Finding | None:
+    """The shared comparison: a real numeric array, of ``dtype`` when the exercise
+    promises one, of the reference's shape, finite, within the tolerance."""
+    arr = as_numbers(value)
+    if arr is None:
+        return Finding("common.not_an_array", {"type": kind_of(value)})
+    if dtype and arr.dtype != np.dtype(dtype):
+        return Finding("common.wrong_dtype", {"got": str(arr.dtype), "expected": dtype})
     ref = np.asarray(ref)
-    if value.dtype == object or not np.issubdtype(value.dtype, np.number):
-        return Finding("common.not_an_array", {"type": str(value.dtype)})
-    if value.shape != ref.shape:
-        return Finding("common.wrong_shape", {"got": describe_shape(value.shape), "expected": describe_shape(ref.shape)})
-    if not np.all(np.isfinite(value)):
+    if arr.shape != ref.shape:
+        return Finding("common.wrong_shape", {"got": describe_shape(arr.shape), "expected": describe_shape(ref.shape)})
+    if not np.all(np.isfinite(arr)):
         return Finding("common.not_finite")
-    if not np.allclose(value, ref, rtol=rtol, atol=atol):
-        err = float(np.max(np.abs(value.astype(np.float64) - ref)))
+    if not np.allclose(arr, ref, rtol=rtol, atol=atol):
+        err = float(np.max(np.abs(arr.astype(np.float64) - ref)))
         return Finding("common.wrong_values", {"max_err": f"{err:.3g}", "rtol": rtol, "atol": atol})
     return None
 
 
-def matches_reference(symptoms: tuple[Symptom, ...] = (), rtol: float = 1e-5, atol: float = 1e-6):
-    """Judge for an item whose value must equal the reference within a tolerance.
+def matches_reference(symptoms: tuple[Symptom, ...] = (), rtol: float = 1e-5, atol: float = 1e-6,
+                      dtype: str = ""):
+    """Judge for an item whose value must equal the reference within a tolerance (and
+    have ``dtype``, when the exercise promises one).
 
     When it does not, the first symptom that shows names the mistake; otherwise the
     finding is the generic shape or value mismatch.
     """
 
     def judge(case: Case, value, ref) -> Finding | None:
-        finding = compare_arrays(value, ref, rtol, atol)
-        if finding is None or finding.key == "common.not_an_array":
+        finding = compare_arrays(value, ref, rtol, atol, dtype)
+        if finding is None or finding.key in ("common.not_an_array", "common.wrong_dtype"):
             return finding
         for symptom in symptoms:
             if symptom.test(case, value):

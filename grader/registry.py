@@ -17,11 +17,17 @@ from typing import Any, Callable
 
 @dataclass(frozen=True)
 class Case:
-    """One input on which an item is checked.  Public cases appear in the notebook."""
+    """One input on which an item is checked.  Public cases appear in the notebook.
+
+    ``label`` is a catalog key (``case.worked_example``, ``case.hidden``, or a chapter's
+    own ``<chapter>.case_*``) and ``shown`` fills its placeholders: the sizes, so that a
+    student whose hidden case fails can build a similar public one, never the inputs.
+    """
 
     label: str
     args: dict
     public: bool = False
+    shown: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,14 @@ Judge = Callable[[Case, Any, Any], "Finding | None"]
 
 
 @dataclass(frozen=True)
+class Promise:
+    """One sentence of the exercise's text, and the check that holds the code to it."""
+
+    says: str  # what the exercise promises, as the notebook states it
+    check: str  # what enforces it: a case, a judge, a symptom, a source check
+
+
+@dataclass(frozen=True)
 class Item:
     """One graded exercise (a function, a class, or one property of a class)."""
 
@@ -70,6 +84,7 @@ class Item:
     judge: Judge
     errors: tuple[ErrorPattern, ...] = ()
     symbol: str = ""  # the name looked up in the namespace; defaults to ``name``
+    promises: tuple[Promise, ...] = ()  # every promise of the exercise's text, with its check
 
     @property
     def target(self) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 from .i18n import render, text
 from .judge import PASS, Verdict
 
-MAX_MESSAGE = 400  # characters of a message shown in a report
+WRAP = 100  # terminal columns of a message in the table, wrapped between words
 
 
 def width(s: str) -> int:
@@ -24,13 +24,32 @@ def status_text(status: str, lang: str) -> str:
     return text(f"ui.{status}", lang)
 
 
+def case_label(v: Verdict, lang: str) -> str:
+    """The failing case as the student reads it: its kind and its sizes, never its inputs."""
+    return text(v.case, lang, **v.shown) if v.case else ""
+
+
 def verdict_message(v: Verdict, lang: str) -> str:
     if v.finding is None:
         return ""
     message = render(v.finding, lang)
     if v.case:
-        message += f" [{text('ui.case', lang)}: {v.case}]"
-    return message[:MAX_MESSAGE]
+        message += f" [{text('ui.case', lang)}: {case_label(v, lang)}]"
+    return message
+
+
+def wrap(message: str, columns: int, indent: int) -> str:
+    """``message`` in lines of at most ``columns`` terminal columns, broken between words
+    (Korean included: it is written with spaces), continued under ``indent`` spaces."""
+    lines, line = [], ""
+    for word in message.split(" "):
+        if line and width(line) + 1 + width(word) > columns:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    return ("\n" + " " * indent).join(lines)
 
 
 def table(result, lang: str) -> str:
@@ -43,8 +62,9 @@ def table(result, lang: str) -> str:
     widths = [max(width(h), *(width(r[i]) for r in rows)) for i, h in enumerate(heads)]
     line = lambda cells: "  ".join(pad(c, w) for c, w in zip(cells, widths)).rstrip()
     out = [f"{result.path}  ({result.chapter})", line(heads), line("-" * w for w in widths)]
+    indent = sum(widths) + 2 * len(widths)
     for row in rows:
-        out.append(line(row[:3]) + ("  " + row[3] if row[3] else ""))
+        out.append(line(row[:3]) + ("  " + wrap(row[3], WRAP, indent) if row[3] else ""))
     out.append(f"{text('ui.total', lang)}: {result.points}/{result.max_points}")
     return "\n".join(out)
 

@@ -1,17 +1,69 @@
 """The three message catalogs hold the same keys, with the same placeholders, and
-every key the grader can emit exists in them."""
-import re
+every key the grader can emit exists in them.
+
+The keys the code can emit are collected from what emits them, not guessed with a
+regular expression: the registry's objects (symptoms, error patterns, case labels,
+stub hints) and every string constant of ``grader/`` shaped like a key of a known
+prefix, found by walking the syntax tree.
+"""
+import ast
 import string
-from pathlib import Path
 
-from grader.i18n import LANGUAGES, catalog
+import nbformat
+import pytest
+
+from grader import judge
+from grader.i18n import LANGUAGES, catalog, hint_key
+from grader.registry import chapters
+from grader.release import BEGIN
 from notebooks import ROOT
-
-KEY = re.compile(r'"((?:common|bad|ui|[a-z]+)\.[a-z_]+)"')
 
 
 def placeholders(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def prefixes() -> set[str]:
+    return {key.split(".")[0] for key in catalog("en")}
+
+
+def keys_in_source() -> set[str]:
+    """String constants of grader/ that look like catalog keys of a known prefix."""
+    known, found = prefixes(), set()
+    for path in (ROOT / "grader").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                head, dot, tail = node.value.partition(".")
+                if dot and head in known and tail and tail.replace("_", "").isalnum() and tail.islower():
+                    found.add(node.value)
+    return found
+
+
+def keys_in_registry() -> set[str]:
+    """Every key a chapter declares: symptoms inside judges are reached through the
+    closures of ``matches_reference``; error patterns and case labels directly."""
+    found = {pattern.key for pattern in judge.COMMON_ERRORS}
+    for ch in chapters().values():
+        found |= {pattern.key for pattern in ch.errors}
+        for item in ch.items:
+            found |= {pattern.key for pattern in item.errors}
+            found |= {case.label for case in judge.cases(ch.id, item.name)}
+            for cell in getattr(item.judge, "__closure__", None) or ():
+                value = cell.cell_contents
+                if isinstance(value, tuple):
+                    found |= {s.key for s in value if hasattr(s, "key")}
+    return found
+
+
+def stub_hints() -> list[str]:
+    found = []
+    for path in sorted((ROOT / "solutions").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            for line in cell.source.splitlines():
+                match = BEGIN.match(line)
+                if match and match.group(2).strip():
+                    found.append(match.group(2).strip())
+    return found
 
 
 def test_catalogs_have_the_same_keys():
@@ -34,9 +86,23 @@ def test_no_translation_is_left_in_english():
 
 
 def test_every_key_in_the_code_is_in_the_catalogs():
-    used = set()
-    for path in (ROOT / "grader").rglob("*.py"):
-        used |= set(KEY.findall(path.read_text(encoding="utf-8")))
-    known = set(catalog("en"))
-    missing = {k for k in used if k.split(".")[0] in {k2.split(".")[0] for k2 in known}} - known
-    assert not missing
+    found = keys_in_source()
+    assert "common.not_implemented" in found and "bad.json" in found  # the scan sees keys
+    assert found - set(catalog("en")) == set()
+
+
+def test_every_key_the_registry_declares_is_in_the_catalogs():
+    found = keys_in_registry()
+    assert len(found) > 40  # the scan reaches the chapters' symptoms
+    assert found - set(catalog("en")) == set()
+
+
+@pytest.mark.parametrize("status", [judge.PASS, judge.FAIL, judge.TIMEOUT, judge.OOM, judge.NOT_REACHED])
+def test_every_status_has_its_word(status):
+    assert f"ui.{status}" in catalog("en")
+
+
+@pytest.mark.parametrize("hint", stub_hints())
+def test_every_stub_hint_is_translated(hint):
+    """A stub's hint is looked up by its English text, so the grader can give it in es/ko."""
+    assert hint_key(hint), f"no '<chapter>.hint_*' key whose English text is: {hint}"

@@ -1,0 +1,101 @@
+"""Every judge meets odd values without crashing, and a forged or short record never passes.
+
+What comes back from the student's kernel is untrusted: any JSON value, or any array
+NumPy can load without pickles (complex, bfloat16 as two raw bytes, 0-d, empty, huge,
+NaN), one record per item or several.  Hypothesis feeds each item's judge such values;
+whatever they are, the item gets a verdict that renders in every language, and it is not
+a pass.
+"""
+import functools
+
+import nbformat
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from conftest import chapters
+from inprocess import run_cells
+from notebooks import solution
+from grader import judge
+from grader.i18n import LANGUAGES
+from grader.probe_kernel import run_in_process
+from grader.probe_runtime import encode
+from grader.registry import chapter
+from grader.report import verdict_message
+
+ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]
+
+SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)
+DTYPES = st.sampled_from([np.float32, np.float64, np.int64, np.bool_, np.complex64, np.float16])
+# bfloat16 leaves a JAX kernel as two raw bytes a number (NumPy's void dtype V2).
+ARRAYS = hnp.arrays(DTYPES, SHAPES) | hnp.arrays(np.uint16, SHAPES).map(lambda a: a.view("V2"))
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=12,
+)
+# The shapes the issue names, each as it travels from the kernel.
+NAMED = {
+    "ragged list": [[1.0, 2.0], [3.0]],
+    "None": None,
+    "string": "logits",
+    "dict": {"a": 1},
+    "bfloat16": encode(np.zeros(3, dtype="V2")),
+    "complex": encode(np.ones((2, 2), np.complex64)),
+    "0-d": encode(np.float32(1.5)),
+    "empty": encode(np.zeros((0,), np.float32)),
+    "huge": encode(np.full((3, 3), 1e38, np.float32)),
+    "NaN": encode(np.full((2, 4), np.nan, np.float32)),
+    "forged array marker": {"__nd__": "bm90IGFuIGFycmF5"},
+}
+
+
+def verdict_for(ch_id, name, values):
+    ch = chapter(ch_id)
+    item = ch.item(name)
+    return judge.judge_item(ch, item, [{"value": v} for v in values])
+
+
+def assert_fails_cleanly(verdict):
+    assert verdict.status == judge.FAIL
+    for lang in LANGUAGES:
+        assert verdict_message(verdict, lang)
+
+
+@pytest.mark.parametrize("ch_id,name", ITEMS)
+@pytest.mark.parametrize("kind", sorted(NAMED))
+def test_named_odd_value_gets_a_clean_verdict(ch_id, name, kind):
+    n = len(judge.cases(ch_id, name))
+    assert_fails_cleanly(verdict_for(ch_id, name, [NAMED[kind]] * n))
+
+
+@pytest.mark.parametrize("ch_id,name", ITEMS)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.one_of(JSONISH, ARRAYS.map(encode)))
+def test_any_value_gets_a_verdict(ch_id, name, value):
+    n = len(judge.cases(ch_id, name))
+    verdict = verdict_for(ch_id, name, [value] * n)
+    assert verdict.status in (judge.PASS, judge.FAIL)
+    for lang in LANGUAGES:
+        verdict_message(verdict, lang)
+
+
+@functools.cache
+def solution_facts(ch_id) -> dict:
+    """The facts the solution's probes record, in this process."""
+    return run_in_process(chapter(ch_id), run_cells(nbformat.read(solution(ch_id), as_version=4))[0])
+
+
+@pytest.mark.parametrize("ch_id,name", ITEMS)
+def test_a_short_or_extra_record_never_passes(ch_id, name):
+    ch = chapter(ch_id)
+    item = ch.item(name)
+    good = solution_facts(ch_id)[name]
+    assert judge.judge_item(ch, item, good).status == judge.PASS
+    forged = [{"value": good[0].get("value"), "error": {"type": "", "message": "", "line": ""}}] + good[1:]
+    for facts in ([], good[:-1], good + good[:1], forged, "facts", None):
+        assert judge.judge_item(ch, item, facts).finding.key == "common.bad_record"
+    assert judge.judge_records(ch, item, [good, good]).finding.key == "common.bad_record"
+    assert judge.judge_records(ch, item, [good]).status == judge.PASS
