@@ -11,6 +11,7 @@ The same functions run in-process for the in-notebook ``check()``.
 import base64
 import io
 import json
+import re
 import traceback
 
 import numpy as np
@@ -45,24 +46,37 @@ def decode(obj):
     return obj
 
 
-def _student_line(exc):
-    """The last line of the traceback that lies in a notebook cell, if any."""
+# Where the code of a notebook cell lives: ipykernel compiles each cell as a file
+# /tmp/ipykernel_<pid>/<hash>.py, IPython without a kernel as <ipython-input-N-hash>.
+CELL_FILE = re.compile(r"(^|/)ipykernel_\d+/[^/]+\.py$|^<ipython-input-|^<cell")
+PROBE_FILE = "<tied-probe>"
+
+
+def shorten(text, limit=MAX_TEXT):
+    """At most ``limit`` characters, cut between words and marked with an ellipsis."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut[limit // 2:] else cut) + "…"
+
+
+def where_raised(exc):
+    """The student's line (the innermost frame inside a notebook cell, with its source),
+    and who raised: ``student`` (a cell is on the way), ``probe`` (the grader's own
+    probe code, with no cell on the way) or ``library``."""
     frames = traceback.extract_tb(exc.__traceback__)
-    for frame in reversed(frames):
-        name = frame.filename or ""
-        if "ipykernel" in name or name.startswith("<ipython-input") or name.startswith("<cell"):
-            return (frame.line or "").strip()[:MAX_TEXT]
-    return ""
+    cells = [f for f in frames if CELL_FILE.search(f.filename or "")]
+    if cells:
+        line = (cells[-1].line or "").strip()
+        return ("" if line.startswith("Could not get source") else shorten(line)), "student"
+    inner = frames[-1].filename if frames else ""
+    return "", "probe" if inner == PROBE_FILE else "library"
 
 
 def error_fact(exc):
-    return {
-        "error": {
-            "type": type(exc).__name__,
-            "message": str(exc)[:MAX_TEXT],
-            "line": _student_line(exc),
-        }
-    }
+    line, origin = where_raised(exc)
+    return {"error": {"type": type(exc).__name__, "message": shorten(exc), "line": line, "origin": origin}}
 
 
 def run_case(probe, namespace, args):
