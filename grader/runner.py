@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from . import judge
+from . import expected_outputs, judge
 from .judge import FAIL, NOT_REACHED, OOM, PASS, TIMEOUT, Verdict
 from .probe_kernel import write_spec
 from .registry import Chapter, ErrorPattern, Finding, chapter
@@ -126,7 +126,7 @@ def prepare(sub: Submission, ch: Chapter, tmp: Path) -> dict:
     work = tmp / "work"  # the kernel's working directory: files it writes land here
     work.mkdir()
     notebook = work / f"{ch.id}.ipynb"
-    notebook.write_bytes(sub.data)
+    notebook.write_bytes(expected_outputs.install(sub.data, ch.id))  # the solution's worked-example outputs
     (tmp / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     job = {
         "notebook": str(notebook),
@@ -230,7 +230,7 @@ def notebook_verdict(cells: list[dict]) -> Verdict:
     error = first.get("error", {"type": "Error", "message": "", "line": ""})
     # Later failures usually follow from the first (a name never defined), so the
     # first one decides: a stub left alone reads as "not implemented".
-    return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, judge.classify_error(error, KERNEL_DIED, cell=first["cell"] + 1))
+    return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, judge.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1))
 
 
 def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limits) -> list[Verdict]:

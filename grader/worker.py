@@ -18,6 +18,7 @@ from queue import Empty
 
 import pytest
 
+from . import expected_outputs
 from .probe_kernel import probe_source
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -88,7 +89,9 @@ class ProbeHook:
             exc = call.excinfo.value
             if isinstance(exc, KernelDied) or "Kernel dead" in str(exc):
                 exc = KernelDied("the kernel stopped")
-            if hasattr(exc, "inner_traceback") and exc.inner_traceback:
+            if expected_outputs.differs(exc):  # it ran, but printed something else
+                record["error"] = expected_outputs.mismatch_error(item)
+            elif hasattr(exc, "inner_traceback") and exc.inner_traceback:
                 record["error"] = cell_error(exc.inner_traceback)
             else:
                 record["error"] = {"type": type(exc).__name__, "message": str(exc)[:MAX_TEXT], "line": ""}
@@ -97,6 +100,7 @@ class ProbeHook:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
         watch_kernel(item.parent.kernel)
+        expected_outputs.skip_stderr(item.parent)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_teardown(self, item, nextitem):
@@ -132,10 +136,11 @@ def main(job_path: str) -> int:
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     hook = ProbeHook(job["spec"], job["probe_module"])
     notebook = Path(job["notebook"])
+    missing = expected_outputs.missing_records(notebook)  # read before the kernel can write there
     args = [
         str(notebook), "-p", "nbval.plugin", "--nbval-lax", "--nbval-current-env", "-q", "-p", "no:cacheprovider",
         "--rootdir", str(notebook.parent), "-c", job["ini"], "--color=no",
-        "--nbval-kernel-startup-timeout", "60",
+        "--nbval-kernel-startup-timeout", "60", "--nbval-sanitize-with", str(expected_outputs.SANITIZERS),
     ]
     with open(os.devnull, "w") as devnull:
         stdout = sys.stdout
@@ -144,7 +149,7 @@ def main(job_path: str) -> int:
             pytest.main(args, plugins=[hook])
         finally:
             sys.stdout = stdout
-    summary = {"cells": hook.cells, "probes": hook.probe_status}
+    summary = {"cells": hook.cells + missing, "probes": hook.probe_status}
     tmp = Path(job["summary"] + ".tmp")
     tmp.write_text(json.dumps(summary), encoding="utf-8")
     tmp.replace(job["summary"])

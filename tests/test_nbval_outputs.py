@@ -1,0 +1,150 @@
+"""nbval compares each worked example (a cell marked NBVAL_CHECK_OUTPUT) with the
+solution's output, whatever outputs the student's file holds (issue 14, part 4).
+
+The pairing of cells is tested on the pure function; four notebooks of the NumPy
+chapter (the fastest kernel) go through the real worker.
+"""
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from grader import expected_outputs
+from grader.expected_outputs import first_difference, install, is_checked
+from grader.i18n import LANGUAGES, render
+from grader.runner import NOTEBOOK_ITEM, Limits, grade
+from notebooks import ROOT, replace_regions, solution, write
+
+CHAPTER = "04_gpt_head"
+EXPECTED = expected_outputs.for_chapter(CHAPTER)["worked_examples"]
+STALE_ERROR = nbformat.v4.new_output("error", ename="NameError", evalue="name 'E' is not defined", traceback=[])
+STALE_PRINT = nbformat.v4.new_output("stream", name="stdout", text="(2, 4) float32\n")
+
+
+def code_cells(nb) -> list:
+    return [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+
+
+def stale(nb):
+    """Every code cell saved with an old error, the worked examples with a wrong print."""
+    for cell in code_cells(nb):
+        cell.outputs = [STALE_PRINT] if is_checked(cell) else [STALE_ERROR]
+        cell.execution_count = 41
+    return nb
+
+
+def prepared(nb) -> dict:
+    """The grader's working copy of ``nb``, as JSON."""
+    return json.loads(install(nbformat.writes(nb).encode(), CHAPTER))
+
+
+def checked_outputs(nb: dict) -> list:
+    return [cell["outputs"] for cell in code_cells(nb) if is_checked(cell)]
+
+
+# ---------------------------------------------------------------- the working copy
+
+def test_the_worked_examples_hold_the_solution_outputs_whatever_the_file_holds():
+    copy = prepared(stale(nbformat.read(solution(CHAPTER), as_version=4)))
+    assert checked_outputs(copy) == [example["outputs"] for example in EXPECTED]
+    others = [cell for cell in code_cells(copy) if not is_checked(cell)]
+    assert others and all(c["outputs"] == [] and c["execution_count"] is None for c in others)
+    assert copy["metadata"]["tied"][expected_outputs.MISSING_KEY] == []
+
+
+def test_a_deleted_worked_example_is_listed_and_the_others_keep_their_outputs():
+    nb = stale(nbformat.read(solution(CHAPTER), as_version=4))
+    second = [i for i, cell in enumerate(nb.cells) if is_checked(cell)][1]
+    del nb.cells[second]
+    copy = prepared(nb)
+    assert checked_outputs(copy) == [EXPECTED[0]["outputs"], EXPECTED[2]["outputs"], EXPECTED[3]["outputs"]]
+    missing = copy["metadata"]["tied"][expected_outputs.MISSING_KEY]
+    assert missing == [{"cell": EXPECTED[1]["cell"], "expected": "(4, 6)\nFalse False\n"}]
+
+
+def test_inserted_and_edited_cells_keep_the_pairing():
+    nb = nbformat.read(solution(CHAPTER), as_version=4)
+    checked = [cell for cell in nb.cells if is_checked(cell)]
+    checked[2].source += "\nprint('my own line')"  # an edited example is still compared
+    mine = nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint('mine')", outputs=[STALE_PRINT], execution_count=1)
+    nb.cells.insert(2, mine)  # a checked cell of the student's own: no reference, not compared
+    copy = prepared(nb)
+    outputs = checked_outputs(copy)
+    assert outputs[0] == [] and code_cells(copy)[1]["execution_count"] is None
+    assert outputs[1:] == [example["outputs"] for example in EXPECTED]
+
+
+def test_nbval_markers_that_would_skip_or_excuse_a_cell_become_plain_comments():
+    nb = nbformat.read(solution(CHAPTER), as_version=4)
+    first = next(cell for cell in nb.cells if is_checked(cell))
+    first.source = "# NBVAL_IGNORE_OUTPUT\n" + first.source
+    code_cells(nb)[1].source = "# NBVAL_SKIP\n" + code_cells(nb)[1].source
+    code_cells(nb)[2].metadata["tags"] = ["raises-exception", "keep-me"]
+    copy = code_cells(prepared(nb))
+    assert copy[1]["source"].startswith("#\n") and copy[2]["source"].startswith("#\n# NBVAL_CHECK_OUTPUT")
+    assert copy[2]["metadata"]["tags"] == ["keep-me"]
+    assert checked_outputs({"cells": copy})[0] == EXPECTED[0]["outputs"]
+
+
+def test_a_mismatch_shows_the_first_differing_lines_cut_between_words():
+    assert first_difference("(2, 4) float32\n", "(8,) float32\n") == ("(2, 4) float32", "(8,) float32")
+    assert first_difference("(4, 6)\nTrue\n", "(4, 6)\nFalse\n") == ("(4, 6) ↵ True", "(4, 6) ↵ False")
+    words = " ".join(f"word{n}" for n in range(60))
+    printed, expected = first_difference(words + " X", words + " Y")
+    assert printed.startswith("… ") and printed.endswith("X") and expected.endswith("Y")
+    assert len(printed) <= expected_outputs.SHOWN + 2
+    assert all(part.startswith("word") for part in printed[2:-2].split())  # no word cut in half
+
+
+# ---------------------------------------------------------------- release
+
+def test_release_keeps_the_worked_examples_outputs_in_the_exercises():
+    for path in sorted((ROOT / "solutions").glob("*.ipynb")):
+        exercise = nbformat.read(ROOT / "exercises" / path.name, as_version=4)
+        expected = expected_outputs.for_chapter(path.stem)["worked_examples"]
+        assert expected and checked_outputs(exercise) == [example["outputs"] for example in expected]
+        assert [number for number, cell in enumerate(code_cells(exercise), 1) if is_checked(cell)] == \
+               [example["cell"] for example in expected]
+        assert all(cell.outputs == [] for cell in code_cells(exercise) if not is_checked(cell))
+
+
+# ---------------------------------------------------------------- through the worker
+
+def notebook_verdict(nb, tmp_path):
+    path = write(nb, tmp_path / f"{CHAPTER}.ipynb")
+    result = grade(path, Limits(timeout=90))
+    return next(v for v in result.verdicts if v.item == NOTEBOOK_ITEM)
+
+
+def test_a_wrong_shape_in_a_worked_example_fails_the_notebook_naming_both_outputs(tmp_path):
+    transposed = "E = np.asarray(E, dtype=np.float64)\nreturn (E[np.asarray(tokens)] @ E.T).T"
+    verdict = notebook_verdict(replace_regions(CHAPTER, {1: transposed}), tmp_path)
+    assert verdict.status == "fail" and verdict.finding.key == "common.output_mismatch"
+    assert verdict.finding.params["cell"] == EXPECTED[1]["cell"]
+    assert render(verdict.finding, "en") == (
+        "Code cell 5 printed “(6, 4) ↵ False False”, the worked example prints “(4, 6) ↵ False False”.")
+    for lang in LANGUAGES:
+        message = render(verdict.finding, lang)
+        assert "(6, 4)" in message and "(4, 6)" in message and "raise" not in message
+
+
+def test_a_correct_notebook_saved_with_stale_outputs_and_warnings_passes(tmp_path):
+    nb = stale(nbformat.read(solution(CHAPTER), as_version=4))
+    first = next(cell for cell in nb.cells if is_checked(cell))
+    first.source += "\nimport sys\nprint('a warning on stderr', file=sys.stderr)"
+    assert notebook_verdict(nb, tmp_path).status == "pass"
+
+
+def test_a_correct_notebook_with_every_output_stripped_passes(tmp_path):
+    assert notebook_verdict(replace_regions(CHAPTER, {}), tmp_path).status == "pass"
+
+
+def test_a_deleted_worked_example_gets_a_clear_verdict(tmp_path):
+    nb = replace_regions(CHAPTER, {})
+    nb.cells = [cell for cell in nb.cells if not (is_checked(cell) and "tied_embedding_grad(" in cell.source)]
+    verdict = notebook_verdict(nb, tmp_path)
+    assert verdict.status == "fail" and verdict.finding.key == "common.worked_example_missing"
+    message = render(verdict.finding, "en")
+    assert message.startswith("A worked example is missing: code cell 7 of the exercise, which prints “(5, 3) (5, 3) ↵")
