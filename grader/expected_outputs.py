@@ -40,7 +40,13 @@ ERRORS = (
 
 def source_text(cell: dict) -> str:
     source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+    return "".join(map(str, source)) if isinstance(source, list) else str(source)
+
+
+def tags_of(cell: dict) -> list:
+    metadata = cell.get("metadata")
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return tags if isinstance(tags, list) else []
 
 
 def marker(line: str) -> str:
@@ -50,10 +56,8 @@ def marker(line: str) -> str:
 
 
 def is_checked(cell: dict) -> bool:
-    tags = (cell.get("metadata") or {}).get("tags")
-    tagged = isinstance(tags, list) and MARKER_TAG in tags
     return cell.get("cell_type") == "code" and (
-        tagged or any(marker(line) == MARKER for line in source_text(cell).splitlines()))
+        MARKER_TAG in tags_of(cell) or any(marker(line) == MARKER for line in source_text(cell).splitlines()))
 
 
 def shown_outputs(outputs: list) -> list:
@@ -114,9 +118,8 @@ def align(expected: list[str], student: list[str]) -> list[int | None]:
 def without_escapes(cell: dict) -> None:
     lines = source_text(cell).split("\n")
     cell["source"] = "\n".join("#" if marker(line) in ESCAPES else line for line in lines)
-    tags = (cell.get("metadata") or {}).get("tags")
-    if isinstance(tags, list):
-        cell["metadata"]["tags"] = [t for t in tags if t not in ESCAPE_TAGS]
+    if tags_of(cell):  # tags that are not strings mean nothing to Jupyter and crash nbval
+        cell["metadata"]["tags"] = [t for t in tags_of(cell) if isinstance(t, str) and t not in ESCAPE_TAGS]
 
 
 def with_expected_outputs(data: bytes, expected: dict) -> bytes:

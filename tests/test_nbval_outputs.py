@@ -88,6 +88,19 @@ def test_nbval_markers_that_would_skip_or_excuse_a_cell_become_plain_comments():
     assert checked_outputs({"cells": copy})[0] == EXPECTED[0]["outputs"]
 
 
+@pytest.mark.parametrize("odd", [
+    {"metadata": [1]}, {"metadata": {"tags": "nbval-skip"}}, {"metadata": {"tags": [1, None, ["x"], {"a": 1}]}},
+    {"source": ["import numpy", 1, None]}, {"outputs": None}, {"execution_count": "x"},
+], ids=str)
+def test_odd_cells_are_copied_without_a_crash(odd):
+    nb = json.loads(solution(CHAPTER).read_text(encoding="utf-8"))
+    first_code = next(cell for cell in nb["cells"] if cell["cell_type"] == "code")
+    first_code.update(odd)
+    copy = json.loads(install(json.dumps(nb).encode(), CHAPTER))
+    assert checked_outputs(copy) == [example["outputs"] for example in EXPECTED]
+    assert code_cells(copy)[0]["outputs"] == []
+
+
 def test_a_mismatch_shows_the_first_differing_lines_cut_between_words():
     assert first_difference("(2, 4) float32\n", "(8,) float32\n") == ("(2, 4) float32", "(8,) float32")
     assert first_difference("(4, 6)\nTrue\n", "(4, 6)\nFalse\n") == ("(4, 6) ↵ True", "(4, 6) ↵ False")
