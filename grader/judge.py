@@ -91,7 +91,11 @@ def judge_case(ch: Chapter, item: Item, case: Case, fact: dict, ref) -> Finding 
     """The finding for one case, or None when it passes."""
     if "error" in fact:
         return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors)
-    return item.judge(case, decode(fact["value"]), ref)
+    try:
+        value = decode(fact["value"])
+    except Exception:  # no probe writes an array that does not load: a forged record
+        return Finding("common.malformed_record")
+    return item.judge(case, value, ref)
 
 
 def judge_item(ch: Chapter, item: Item, facts) -> Verdict:
@@ -105,9 +109,11 @@ def judge_item(ch: Chapter, item: Item, facts) -> Verdict:
         item.name, 0, item.points, FAIL, finding, case.label if case else "", case.shown if case else {})
     try:
         item_cases = cases(ch.id, item.name)
-        if not isinstance(facts, list) or len(facts) != len(item_cases) or not all(map(well_formed, facts)):
+        if not isinstance(facts, list) or len(facts) != len(item_cases):
             return fail(Finding("common.bad_record", {"count": len(facts) if isinstance(facts, list) else 0,
                                                       "expected": len(item_cases)}))
+        if not all(map(well_formed, facts)):
+            return fail(Finding("common.malformed_record"))
         refs = expected(ch.id, item.name)
     except Exception as exc:  # a reference that cannot be computed is the grader's fault
         return fail(Finding("common.not_judged", {"reason": f"{type(exc).__name__}: {exc}"[:200]}))
