@@ -5,11 +5,13 @@ identities, data pointers, shapes, values and gradients; every comparison is her
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..cases import hidden_rng, token_ids
-from ..judge import close, compare_arrays, describe_shape, matches_reference
-from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Symptom
+from ..judge import as_numbers, close, compare_arrays, describe_shape, matches_reference
+from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 CHAPTER_ID = "03_pytorch"
 RTOL = 1e-4
@@ -31,9 +33,15 @@ def _f64(x) -> np.ndarray:
 
 # ---------------------------------------------------------------- tie_weights
 
-# (V, d, bias, leading shape of the hidden vectors fed to the head)
+def _case(n: int, args: dict, shape: str, public: int = 1) -> Case:
+    """The n-th case of an item: the first ``public`` are worked examples, the rest hidden."""
+    return Case("case.worked_example" if n < public else "case.hidden", args, public=n < public,
+                shown={"shape": shape})
+
+
+# (V, d, bias, leading shape of the hidden vectors fed to the head); V = 1 is the edge
 TIE_SHAPES = ((6, 4, False, (2,)), (5, 5, True, (3,)), (20, 8, True, (2, 3)), (3, 7, False, (4,)),
-              (1000, 64, True, (4,)))
+              (1, 3, True, (2,)), (1000, 64, True, (4,)))
 
 
 def tie_cases() -> list[Case]:
@@ -46,8 +54,7 @@ def tie_cases() -> list[Case]:
             head_bias=rng.normal(0.0, 1.0, v).astype(np.float32) if bias else None,
             hidden=rng.normal(0.0, d ** -0.25, (*lead, d)).astype(np.float32),
         )
-        label = f"nn.Embedding({v}, {d}) and nn.Linear({d}, {v}, bias={bias})"
-        found.append(Case(label if n == 0 else f"hidden {label}", args, public=(n == 0)))
+        found.append(_case(n, args, f"nn.Embedding({v}, {d}), nn.Linear({d}, {v}, bias={bias})"))
     return found
 
 
@@ -63,77 +70,91 @@ def _is_transposed_view(facts: dict, v: int, d: int) -> bool:
     return v != d or list(facts["head_stride"]) == list(reversed(facts["embed_stride"]))
 
 
-def _untied_finding(facts: dict, embedding: np.ndarray) -> Finding:
-    """Why ``lm_head.weight`` is not the embedding's Parameter, as far as the facts tell."""
-    v, d = embedding.shape
-    head = np.asarray(facts["head"])
+def _untied_finding(facts: dict, v: int, d: int, copied: bool, transposed: bool = False) -> Finding:
+    """Why the head's weight is not the embedding's (V, d) Parameter, as far as the facts
+    tell; ``copied`` and ``transposed``: it holds the embedding's values, or their transpose."""
     if facts["same_ptr"] and _is_transposed_view(facts, v, d):
         return Finding("pytorch.transposed")
-    if facts["same_ptr"]:
-        return Finding("pytorch.data_alias")
-    if head.shape == embedding.shape and np.array_equal(head, embedding):
+    if facts["same_ptr"]:  # nn.Parameter(weight) shares the version counter, a .data alias does not
+        return Finding("pytorch.new_parameter" if facts["shares_version"] else "pytorch.data_alias")
+    if copied:
         return Finding("pytorch.copied")
-    if head.shape == (d, v) and np.array_equal(head, embedding.T):
-        return Finding("pytorch.transposed")
-    return Finding("pytorch.not_tied")
+    return Finding("pytorch.transposed" if transposed else "pytorch.not_tied")
 
 
 def judge_tie(case: Case, facts: dict, ref) -> Finding | None:
+    a = case.args
     embedding = np.asarray(facts["embed"])
     if not facts["same_object"]:
-        return _untied_finding(facts, embedding)
-    original = case.args["embedding"]
-    if not np.array_equal(embedding, original) and np.array_equal(embedding, case.args["head"]):
-        return Finding("pytorch.wrong_direction")
+        head, (v, d) = np.asarray(facts["head"]), a["embedding"].shape
+        return _untied_finding(facts, v, d, head.shape == (v, d) and np.array_equal(head, embedding),
+                               head.shape == (d, v) and np.array_equal(head, embedding.T))
+    if not np.array_equal(embedding, a["embedding"]):
+        same_shape = embedding.shape == a["head"].shape
+        return Finding("pytorch.wrong_direction" if same_shape and np.array_equal(embedding, a["head"])
+                       else "pytorch.embedding_changed")
+    if a["head_bias"] is not None and not facts["has_bias"]:
+        return Finding("pytorch.bias_dropped")
+    bias = np.asarray(facts["bias"])
+    if a["head_bias"] is None:
+        if facts["has_bias"]:
+            return Finding("pytorch.bias_changed")
+    elif not (facts["bias_same_object"] and bias.shape == a["head_bias"].shape
+              and np.array_equal(bias, a["head_bias"])):
+        return Finding("pytorch.bias_changed")
     if facts["forward_error"]:
         kind, _, message = facts["forward_error"].partition(": ")
         return Finding("common.exception", {"type": kind, "message": message})
-    logits = np.asarray(facts["logits"])
-    finding = compare_arrays(logits, ref, RTOL, _scaled_atol(ref))
-    if finding is not None and case.args["head_bias"] is not None:
-        no_bias = _f64(case.args["hidden"]) @ _f64(original).T
-        if not facts["has_bias"] or close(logits, no_bias, RTOL, _scaled_atol(ref)):
-            return Finding("pytorch.bias_dropped")
-    return finding
+    return compare_arrays(facts["logits"], ref, RTOL, _scaled_atol(ref))
 
 
-# (V, d, in_features, out_features) that cannot be tied, and what is wrong with them
-REFUSED = (
-    (6, 4, 4, 7, "nn.Linear(4, 7): the head scores 7 tokens, the embedding holds 6"),
-    (6, 4, 5, 6, "nn.Linear(5, 6): the head reads vectors of size 5, the embedding makes size 4"),
-    (6, 4, 6, 4, "nn.Linear(6, 4): weight (4, 6), the transpose of the embedding's (6, 4)"),
-    (8, 8, 8, 5, "nn.Linear(8, 5) against nn.Embedding(8, 8)"),
-)
+# (V, d, out_features, in_features): heads whose weight (out, in) is not the embedding's (V, d)
+REFUSED = ((6, 4, 7, 4), (6, 4, 6, 5), (6, 4, 4, 6), (8, 8, 5, 8), (1, 3, 3, 1))
 
 
 def refused_cases() -> list[Case]:
-    return [
-        Case(("" if n == 0 else "hidden ") + f"nn.Embedding({v}, {d}) and {what}",
-             dict(vocab_size=v, d_model=d, in_features=i, out_features=o), public=(n == 0))
-        for n, (v, d, i, o, what) in enumerate(REFUSED)
-    ]
+    rng = hidden_rng(f"{CHAPTER_ID}/tie_weights.ValueError")
+    return [_case(n, dict(embedding=_matrix(rng, v, d), head=_matrix(rng, o, i)),
+                  f"nn.Embedding({v}, {d}), nn.Linear({i}, {o})")
+            for n, (v, d, o, i) in enumerate(REFUSED)]
+
+
+def names_shape(message: str, shape) -> bool:
+    """Whether ``message`` writes ``shape`` (two sizes), as (6, 4), [6, 4], torch.Size([6, 4]) or 6x4."""
+    first, second = (int(n) for n in shape)
+    return re.search(rf"(?<!\d){first}\s*(,|x|×|by)\s*{second}(?!\d)", message) is not None
 
 
 def judge_refused(case: Case, facts: dict, _ref) -> Finding | None:
-    shapes = {"embed": describe_shape(facts["embed_shape"]), "head": describe_shape(facts["head_shape"])}
+    a = case.args
+    shapes = {"embed": describe_shape(a["embedding"].shape), "head": describe_shape(a["head"].shape)}
     if not facts["raised"]:
         return Finding("pytorch.no_shape_check", shapes)
     if not facts["is_value_error"]:
         return Finding("pytorch.wrong_exception", {"type": facts["raised"]})
-    if facts["tied_anyway"] or facts["head_replaced"]:
+    unchanged = (facts["same_objects"] and np.array_equal(facts["embed"], a["embedding"])
+                 and np.array_equal(facts["head"], a["head"]))
+    if not unchanged:
         return Finding("pytorch.tied_before_check")
-    if not facts["message"].strip():
-        return Finding("pytorch.empty_message")
+    message = str(facts["message"])
+    if not message.strip():
+        return Finding("pytorch.empty_message", shapes)
+    if not (names_shape(message, a["embedding"].shape) and names_shape(message, a["head"].shape)):
+        return Finding("pytorch.message_without_shapes", {**shapes, "message": message})
     return None
 
 
 # ---------------------------------------------------------------- TinyLM
 
-# (V, d, n_layers, batch, length); d is always a multiple of 4, length at most 64
-TINY_SHAPES = ((11, 8, 2, 2, 5), (32, 16, 1, 1, 7), (16, 16, 3, 3, 4), (97, 32, 2, 2, 16), (8, 12, 2, 2, 9))
+DEFAULT_LAYERS = 2  # TinyLM(vocab_size, d_model, n_layers=2)
+
+# (V, d, n_layers, batch, length): n_layers None leaves the default; d is a multiple of 4
+# from 4 up, sequences run from 1 to 64 tokens, the limits the exercise states
+TINY_SHAPES = ((11, 8, None, 2, 5), (32, 16, 1, 1, 7), (16, 16, 3, 3, 4), (97, 32, None, 2, 16),
+               (8, 12, 2, 2, 9), (13, 4, 1, 1, 64), (7, 8, 2, 2, 1))
 
 
-def _tiny_cases(item: str, with_upstream: bool = False, shapes=TINY_SHAPES) -> list[Case]:
+def _tiny_cases(item: str, shapes, with_upstream: bool = False) -> list[Case]:
     rng = hidden_rng(f"{CHAPTER_ID}/{item}")
     found = []
     for n, (v, d, layers, batch, length) in enumerate(shapes):
@@ -142,36 +163,70 @@ def _tiny_cases(item: str, with_upstream: bool = False, shapes=TINY_SHAPES) -> l
                     input_ids=ids)
         if with_upstream:
             args["upstream"] = rng.normal(0.0, 1.0, (batch, length, v)).astype(np.float32)
-        label = f"TinyLM({v}, {d}, n_layers={layers}) on ids of shape ({batch}, {length})"
-        found.append(Case(label if n == 0 else f"hidden {label}", args, public=(n == 0)))
+        model = f"TinyLM({v}, {d})" if layers is None else f"TinyLM({v}, {d}, n_layers={layers})"
+        found.append(_case(n, args, f"{model}, input_ids {describe_shape(ids.shape)}"))
     return found
 
 
 def structure_cases() -> list[Case]:
-    return _tiny_cases("TinyLM.tied", shapes=TINY_SHAPES[:1] + TINY_SHAPES[2:4])
+    return _tiny_cases("TinyLM.tied", TINY_SHAPES[:4])
 
 
 def forward_cases() -> list[Case]:
-    return _tiny_cases("TinyLM.forward")
+    return _tiny_cases("TinyLM.forward", TINY_SHAPES)
 
 
 def grad_cases() -> list[Case]:
-    return _tiny_cases("TinyLM.grad", with_upstream=True, shapes=TINY_SHAPES[:4])
+    # Sequences of at most 16 tokens: the limits of forward are TinyLM.forward's to judge
+    return _tiny_cases("TinyLM.grad", TINY_SHAPES[:4], with_upstream=True)
+
+
+def _expected_kinds(v: int, d: int) -> dict:
+    """The class and sizes the exercise names for each module, as the probe reports them."""
+    return {
+        "embed": ("nn.Embedding", {"num_embeddings": v, "embedding_dim": d}, f"nn.Embedding({v}, {d})"),
+        "ln_f": ("nn.LayerNorm", {"normalized_shape": [d]}, f"nn.LayerNorm({d})"),
+        "lm_head": ("nn.Linear", {"in_features": d, "out_features": v}, f"nn.Linear({d}, {v}, bias=False)"),
+    }
+
+
+def _scalar(size):
+    """A size as the exercise writes it: nn.LayerNorm(8), not nn.LayerNorm([8])."""
+    return size[0] if isinstance(size, list) and len(size) == 1 else size
+
+
+def _module_finding(kinds: dict, v: int, d: int) -> Finding | None:
+    """The first module that is not of the class and sizes the exercise names."""
+    for name, (cls, sizes, expected) in _expected_kinds(v, d).items():
+        got = kinds.get(name, {})
+        if got.get("type") != cls.removeprefix("nn.") or any(got.get(k) != n for k, n in sizes.items()):
+            shown = ", ".join(str(_scalar(got[k])) for k in sizes if k in got)
+            return Finding("pytorch.module_kind", {"name": name, "expected": expected,
+                                                   "got": f"{got.get('type')}({shown})" if shown else got.get("type")})
+    return None
+
+
+def _blocks_finding(state_keys: list, n_layers: int) -> Finding | None:
+    """The blocks must be registered under blocks.0 … blocks.<n_layers - 1>, or the
+    state_dict, .to() and .parameters() do not see them."""
+    found = {key.split(".")[1] for key in state_keys if key.startswith("blocks.") and key.count(".") > 1}
+    if not found:
+        return Finding("pytorch.blocks_not_registered")
+    if found != {str(i) for i in range(n_layers)}:
+        return Finding("pytorch.block_count", {"got": len(found), "expected": n_layers})
+    return None
 
 
 def judge_structure(case: Case, facts: dict, _ref) -> Finding | None:
     v, d = case.args["vocab_size"], case.args["d_model"]
     if facts["head_bias"]:
         return Finding("pytorch.head_bias")
-    if list(facts["embed_shape"]) != [v, d]:
-        return Finding("common.wrong_param_shape", {"got": describe_shape(facts["embed_shape"]),
-                                                    "expected": describe_shape((v, d))})
+    finding = (_module_finding(facts["kinds"], v, d)
+               or _blocks_finding(facts["state_keys"], case.args["n_layers"] or DEFAULT_LAYERS))
+    if finding:
+        return finding
     if not facts["same_object"]:
-        if facts["same_ptr"] and _is_transposed_view(facts, v, d):
-            return Finding("pytorch.transposed")
-        if facts["same_ptr"]:
-            return Finding("pytorch.data_alias")
-        return Finding("pytorch.copied" if facts["values_equal"] else "pytorch.not_tied")
+        return _untied_finding(facts, v, d, facts["values_equal"])
     if facts["n_listed"] - facts["n_unique"] != v * d:
         return Finding("pytorch.param_count", {"unique": facts["n_unique"], "listed": facts["n_listed"],
                                                "matrix": v * d})
@@ -185,13 +240,17 @@ def judge_structure(case: Case, facts: dict, _ref) -> Finding | None:
 def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
     ids = np.asarray(case.args["input_ids"])
     v = case.args["vocab_size"]
+    if facts["logits"] is None:
+        return Finding("common.not_an_array", {"type": facts["type"]})
+    if facts["dtype"] != "torch.float32":
+        return Finding("common.wrong_dtype", {"got": facts["dtype"], "expected": "torch.float32"})
     logits = np.asarray(facts["logits"])
     expected_shape = (*ids.shape, v)
-    if logits.dtype == object or not np.issubdtype(logits.dtype, np.number):
-        return Finding("common.not_an_array", {"type": str(logits.dtype)})
     if logits.shape != expected_shape:
         return Finding("common.wrong_shape", {"got": describe_shape(logits.shape),
                                               "expected": describe_shape(expected_shape)})
+    if not all(facts["block_calls"]):
+        return Finding("pytorch.blocks_unused", {"calls": ", ".join(map(str, facts["block_calls"]))})
     if not facts["ln_f_calls"]:
         return Finding("pytorch.ln_f_unused")
     h, embedding = _f64(facts["h"]), _f64(facts["embed"])
@@ -228,19 +287,22 @@ def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
 
 # ---------------------------------------------------------------- tied_logits
 
-# (leading shape of h, V, d, bias?)
-LOGIT_SHAPES = (((2,), 4, 3, False), ((2,), 4, 3, True), ((3,), 5, 3, True), ((2, 5), 16, 8, False),
-                ((2, 3, 4), 7, 6, True), ((4,), 6, 6, True), ((), 9, 4, True), ((8, 32), 300, 64, True))
+# (leading shape of h, V, d, b): b is "given", "omitted" (its default), or "None" (b=None
+# by keyword).  Leading shapes from none to four dimensions; V = 1 and V = d are edges.
+LOGIT_SHAPES = (((2,), 4, 3, "omitted"), ((2,), 4, 3, "given"), ((3,), 5, 3, "given"), ((2, 5), 16, 8, "None"),
+                ((2, 3, 4), 7, 6, "given"), ((4,), 6, 6, "given"), ((), 9, 4, "given"),
+                ((1, 2, 1, 3), 5, 2, "omitted"), ((3,), 1, 4, "given"), ((8, 32), 300, 64, "given"))
 
 
 def logits_cases() -> list[Case]:
     rng = hidden_rng(f"{CHAPTER_ID}/tied_logits")
     found = []
-    for n, (lead, v, d, bias) in enumerate(LOGIT_SHAPES):
+    for n, (lead, v, d, b) in enumerate(LOGIT_SHAPES):
         args = dict(h=rng.normal(0.0, d ** -0.25, (*lead, d)).astype(np.float32), E=_matrix(rng, v, d),
-                    b=rng.normal(0.0, 1.0, v).astype(np.float32) if bias else None)
-        label = f"h {describe_shape((*lead, d))}, E ({v}, {d}), b {'(' + str(v) + ',)' if bias else 'None'}"
-        found.append(Case(label if n < 2 else f"hidden {label}", args, public=(n < 2)))
+                    b=rng.normal(0.0, 1.0, v).astype(np.float32) if b == "given" else None,
+                    upstream=rng.normal(0.0, 1.0, (*lead, v)).astype(np.float32), pass_b=b != "omitted")
+        shown = {"given": f", b ({v},)", "omitted": "", "None": ", b=None"}[b]
+        found.append(_case(n, args, f"h {describe_shape((*lead, d))}, E ({v}, {d}){shown}", public=2))
     return found
 
 
@@ -269,6 +331,52 @@ def _leading_lost(case: Case, value) -> bool:
     return value.shape != ref.shape and value.size == ref.size and close(value.reshape(ref.shape), ref, RTOL, 1e-4)
 
 
+LOGIT_VALUES = matches_reference((
+    Symptom("pytorch.missing_transpose", _no_transpose),
+    Symptom("pytorch.bias_ignored", _bias_ignored),
+    Symptom("pytorch.leading_shape", _leading_lost),
+), rtol=RTOL, atol=1e-4)
+
+
+def logits_gradients(case: Case) -> dict:
+    """d(sum(upstream * logits)) with respect to h, E and b, in float64."""
+    a = case.args
+    h, E, up = _f64(a["h"]), _f64(a["E"]), _f64(a["upstream"])
+    v, d = E.shape
+    grads = {"h": up @ E, "E": up.reshape(-1, v).T @ h.reshape(-1, d)}
+    if a["b"] is not None:
+        grads["b"] = up.reshape(-1, v).sum(axis=0)
+    return grads
+
+
+def judge_logits(case: Case, facts: dict, ref) -> Finding | None:
+    """The values (with the known mistakes named), the dtype, then the gradients that a
+    backward pass leaves on h, E and b: the result must stay on the autograd graph."""
+    if not facts["is_tensor"]:
+        return Finding("pytorch.not_a_tensor", {"type": facts["type"]})
+    finding = LOGIT_VALUES(case, facts["logits"], ref)
+    if finding is not None:
+        return finding
+    if facts["dtype"] != "torch.float32":
+        return Finding("common.wrong_dtype", {"got": facts["dtype"], "expected": "torch.float32"})
+    expected = logits_gradients(case)
+    if not facts["requires_grad"]:
+        return Finding("pytorch.logits_detached", {"names": ", ".join(expected)})
+    if facts["backward_error"]:
+        kind, _, message = facts["backward_error"].partition(": ")
+        return Finding("common.exception", {"type": kind, "message": message})
+    grads = facts["grads"]
+    missing = [name for name in expected if grads.get(name) is None]
+    if missing:
+        return Finding("pytorch.logits_detached", {"names": ", ".join(missing)})
+    for name, want in expected.items():
+        got = as_numbers(grads[name])
+        if got is None or got.shape != want.shape or not close(got, want, RTOL, 1e-4 * max(1.0, np.abs(want).max())):
+            err = float(np.max(np.abs(got - want))) if got is not None and got.shape == want.shape else float("nan")
+            return Finding("pytorch.logits_grad", {"name": name, "max_err": f"{err:.3g}"})
+    return None
+
+
 # ---------------------------------------------------------------- the chapter
 
 SHAPES_DONT_MULTIPLY = r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size"
@@ -278,41 +386,106 @@ CHAPTER = Chapter(
     id=CHAPTER_ID,
     title="PyTorch and Hugging Face",
     probe_module="grader.chapters.pytorch_probe",
-    errors=(ErrorPattern("pytorch.module_names", r"AttributeError", r"has no attribute '(embed|ln_f|lm_head)'"),),
+    errors=(ErrorPattern("pytorch.module_names", r"AttributeError", r"has no attribute '(embed|blocks|ln_f|lm_head)'"),
+            ErrorPattern("pytorch.index_out_of_range", r"IndexError", r"index out of range in self")),
     items=(
         Item(
             name="tie_weights", points=2, probe="tie_weights_tied", cases=tie_cases,
             reference=tie_reference, judge=judge_tie,
             errors=(ErrorPattern("pytorch.refused_matching", r"ValueError"),),
+            promises=(
+                Promise("tie_weights(embedding, lm_head) takes nn.Embedding(V, d) and nn.Linear(d, V)",
+                        "probe calls it positionally on modules built from the case; V from 1 to 1000, "
+                        "V < d, V = d, V > d"),
+                Promise("with or without a bias", "cases with bias=True and bias=False"),
+                Promise("ties in place: lm_head.weight is embedding.weight, the very same Parameter",
+                        "fact same_object; _untied_finding names copy, .data alias, new Parameter, transpose"),
+                Promise("the embedding keeps its values",
+                        "judge_tie: embedding values equal the case's (wrong_direction, embedding_changed)"),
+                Promise("leave the head's bias alone",
+                        "judge_tie: same bias Parameter and values, none added (bias_dropped, bias_changed)"),
+                Promise("the tied head computes h @ E.T + bias", "logits of the head against tie_reference"),
+                Promise("no ValueError when the shapes match", "ErrorPattern pytorch.refused_matching"),
+            ),
         ),
         Item(
             name="tie_weights.ValueError", symbol="tie_weights", points=1, probe="tie_weights_refused",
             cases=refused_cases, reference=lambda case: None, judge=judge_refused,
+            promises=(
+                Promise("when lm_head.weight.shape differs from embedding.weight.shape, raise ValueError",
+                        "refused cases: wrong V, wrong d, transposed (d, V), square embedding, V = 1; "
+                        "no_shape_check, wrong_exception"),
+                Promise("the message names both shapes",
+                        "judge_refused: names_shape finds (V, d) and (out, in) in the raw message "
+                        "(empty_message, message_without_shapes)"),
+                Promise("change nothing", "same Parameters and values in both modules afterwards "
+                                          "(tied_before_check)"),
+            ),
         ),
         Item(
             name="TinyLM.tied", symbol="TinyLM", points=2, probe="tinylm_structure",
             cases=structure_cases, reference=lambda case: None, judge=judge_structure,
             errors=(TRANSPOSED_HEAD,),
+            promises=(
+                Promise("TinyLM(vocab_size, d_model, n_layers=2)",
+                        "probe passes n_layers by keyword, or leaves it out (cases 0 and 3 expect 2 blocks)"),
+                Promise("modules named embed, blocks, ln_f, lm_head",
+                        "ErrorPattern pytorch.module_names; kinds facts: nn.Embedding(V, d), nn.LayerNorm(d), "
+                        "nn.Linear(d, V) (module_kind)"),
+                Promise("lm_head has no bias", "fact head_bias (head_bias)"),
+                Promise("n_layers blocks in an nn.ModuleList, registered",
+                        "state_dict keys blocks.0 … blocks.<n-1> sent raw (blocks_not_registered, block_count)"),
+                Promise("lm_head tied to embed: one Parameter",
+                        "facts same_object, same_ptr, shares_version (copied, data_alias, new_parameter, "
+                        "transposed, not_tied)"),
+                Promise("the matrix is registered under two names only", "parameter counts (param_count)"),
+                Promise("the tie survives an optimizer step and .to(torch.float64)",
+                        "facts after one SGD step and after .to (untied_by_step, untied_by_to)"),
+            ),
         ),
         Item(
             name="TinyLM.forward", symbol="TinyLM", points=2, probe="tinylm_forward",
             cases=forward_cases, reference=lambda case: None, judge=judge_forward,
             errors=(TRANSPOSED_HEAD,),
+            promises=(
+                Promise("forward(input_ids): int64 ids (B, T) to float32 logits (B, T, V)",
+                        "judge_forward: a tensor, dtype torch.float32, shape (B, T, V)"),
+                Promise("sequences of 1 to 64 tokens, d_model a multiple of 4 from 4",
+                        "cases with T = 1, T = 64 and d = 4 among seven shapes (index_out_of_range)"),
+                Promise("every block runs", "forward hooks count each block's calls (blocks_unused)"),
+                Promise("ln_f, then lm_head, and nothing after it",
+                        "hook on ln_f: logits equal ln_f's output @ embed.weight.T "
+                        "(ln_f_unused, head_bias, not_tied, transposed, logits_not_tied)"),
+                Promise("checks call model.eval() first", "probe calls model.eval()"),
+            ),
         ),
         Item(
             name="TinyLM.grad", symbol="TinyLM", points=2, probe="tinylm_grad",
             cases=grad_cases, reference=lambda case: None, judge=judge_grad,
             errors=(TRANSPOSED_HEAD,),
+            promises=(
+                Promise("the shared matrix's gradient is the sum of the lookup's and the projection's",
+                        "probe splits the paths on an untied twin; judge_grad compares the raw gradients "
+                        "(lookup_not_embed, grad_one_path, grad_not_sum)"),
+            ),
         ),
         Item(
             name="tied_logits", points=2, probe="tied_logits_call", cases=logits_cases,
-            reference=logits_reference,
-            judge=matches_reference((
-                Symptom("pytorch.missing_transpose", _no_transpose),
-                Symptom("pytorch.bias_ignored", _bias_ignored),
-                Symptom("pytorch.leading_shape", _leading_lost),
-            ), rtol=RTOL, atol=1e-4),
+            reference=logits_reference, judge=judge_logits,
+            promises=(
+                Promise("tied_logits(h, E, b=None)", "probe passes b by keyword, leaves it out, or passes b=None"),
+                Promise("h of shape (..., d), any number of leading dimensions, possibly none",
+                        "cases with 0 to 4 leading dimensions (leading_shape, mm_2d)"),
+                Promise("returns h @ E.T + b, or h @ E.T without a bias",
+                        "values against logits_reference (missing_transpose, bias_ignored, none_bias)"),
+                Promise("of shape (..., V)", "compare_arrays shape check"),
+                Promise("a float32 tensor", "facts is_tensor and dtype (not_a_tensor, common.wrong_dtype)"),
+                Promise("stays on the autograd graph: gradients reach h, E and b",
+                        "probe runs backward with an upstream array; judge compares the raw gradients "
+                        "with logits_gradients (logits_detached, logits_grad, numpy_round_trip)"),
+            ),
             errors=(
+                ErrorPattern("pytorch.numpy_round_trip", r"RuntimeError", r"numpy\(\) on Tensor that requires grad"),
                 ErrorPattern("pytorch.missing_transpose", r"RuntimeError", SHAPES_DONT_MULTIPLY),
                 ErrorPattern("pytorch.none_bias", r"TypeError", r"NoneType"),
                 ErrorPattern("pytorch.mm_2d", r"RuntimeError", r"must be a matrix|2D|2-D"),

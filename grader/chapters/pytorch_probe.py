@@ -36,6 +36,14 @@ def _np(tensor):
     return np.asarray(tensor)
 
 
+def _values(tensor):
+    """A tensor's values as a NumPy array (float64 for any floating dtype, bfloat16 included,
+    which NumPy cannot hold), or None for complex ones; its dtype travels separately."""
+    if tensor.is_complex():
+        return None
+    return _np(tensor.detach().double() if tensor.is_floating_point() else tensor)
+
+
 def _modules(vocab_size, d_model, in_features, out_features, bias, embedding, head, head_bias):
     """An ``nn.Embedding`` and an ``nn.Linear`` holding the values the grader chose."""
     import torch
@@ -53,6 +61,34 @@ def _modules(vocab_size, d_model, in_features, out_features, bias, embedding, he
     return emb, lin
 
 
+def _shares_version(first, second):
+    """Whether ``second`` shares ``first``'s version counter, as ``nn.Parameter(first)``
+    (a new Parameter wrapped around the same tensor) does and a ``.data`` alias does not."""
+    import torch
+
+    before = second._version
+    with torch.no_grad():
+        first.add_(0)  # an in-place no-op: it only bumps the version counter
+    return second._version != before
+
+
+def _tie_facts(e, w):
+    """How the head's weight ``w`` relates to the embedding's ``e``: identity, memory, layout."""
+    import torch
+
+    is_tensor = isinstance(w, torch.Tensor)
+    same_ptr = is_tensor and w.data_ptr() == e.data_ptr()
+    return {
+        "same_object": w is e,
+        "same_ptr": same_ptr,
+        "shares_version": bool(same_ptr and w is not e and _shares_version(e, w)),
+        "head_shape": list(w.shape) if is_tensor else [],
+        "head_stride": list(w.stride()) if is_tensor else [],
+        "embed_shape": list(e.shape),
+        "embed_stride": list(e.stride()),
+    }
+
+
 @_single_threaded
 def tie_weights_tied(ns, embedding, head, head_bias, hidden):
     """``tie_weights`` on shapes that can be tied: what the two modules hold afterwards."""
@@ -61,17 +97,17 @@ def tie_weights_tied(ns, embedding, head, head_bias, hidden):
     vocab_size, d_model = np.shape(embedding)
     emb, lin = _modules(vocab_size, d_model, d_model, vocab_size, head_bias is not None,
                         embedding, head, head_bias)
+    bias_before = lin.bias
     lookup(ns, "tie_weights")(emb, lin)
     w, e = lin.weight, emb.weight
+    bias = getattr(lin, "bias", None)
     facts = {
-        "same_object": w is e,
-        "same_ptr": isinstance(w, torch.Tensor) and w.data_ptr() == e.data_ptr(),
-        "head_shape": list(w.shape) if isinstance(w, torch.Tensor) else [],
-        "head_stride": list(w.stride()) if isinstance(w, torch.Tensor) else [],
-        "embed_stride": list(e.stride()),
+        **_tie_facts(e, w),
         "embed": _np(e),
         "head": _np(w) if isinstance(w, torch.Tensor) else np.zeros((0,)),
-        "has_bias": lin.bias is not None,
+        "has_bias": bias is not None,
+        "bias_same_object": bias is bias_before,
+        "bias": _np(bias) if isinstance(bias, torch.Tensor) else np.zeros((0,)),
     }
     try:
         with torch.no_grad():
@@ -84,12 +120,13 @@ def tie_weights_tied(ns, embedding, head, head_bias, hidden):
 
 
 @_single_threaded
-def tie_weights_refused(ns, vocab_size, d_model, in_features, out_features):
+def tie_weights_refused(ns, embedding, head):
     """``tie_weights`` on shapes that cannot be tied: what it raised, and what it changed."""
-    emb, lin = _modules(vocab_size, d_model, in_features, out_features, False, None, None, None)
-    before = lin.weight
-    facts = {"raised": "", "is_value_error": False, "message": "",
-             "embed_shape": list(emb.weight.shape), "head_shape": list(before.shape)}
+    vocab_size, d_model = np.shape(embedding)
+    out_features, in_features = np.shape(head)
+    emb, lin = _modules(vocab_size, d_model, in_features, out_features, False, embedding, head, None)
+    embed_before, head_before = emb.weight, lin.weight
+    facts = {"raised": "", "is_value_error": False, "message": ""}
     try:
         lookup(ns, "tie_weights")(emb, lin)
     except NotImplementedError:
@@ -97,38 +134,48 @@ def tie_weights_refused(ns, vocab_size, d_model, in_features, out_features):
     except Exception as exc:  # the exception is the fact this probe collects
         facts.update(raised=type(exc).__name__, is_value_error=isinstance(exc, ValueError),
                      message=str(exc)[:300])
-    facts["tied_anyway"] = lin.weight is emb.weight
-    facts["head_replaced"] = lin.weight is not before
+    facts["same_objects"] = lin.weight is head_before and emb.weight is embed_before
+    facts["embed"] = _np(emb.weight)
+    facts["head"] = _np(lin.weight)
     return facts
 
 
 def _tinylm(ns, vocab_size, d_model, n_layers, seed):
+    """The student's model as the exercise's signature allows: ``n_layers`` by keyword,
+    or left to its default when the case gives None."""
     import torch
 
     torch.manual_seed(int(seed))
-    model = lookup(ns, "TinyLM")(int(vocab_size), int(d_model), int(n_layers))
+    layers = {} if n_layers is None else {"n_layers": int(n_layers)}
+    model = lookup(ns, "TinyLM")(int(vocab_size), int(d_model), **layers)
     model.eval()  # no dropout: every probe below must be deterministic
     return model
 
 
+def _kind(module):
+    """A module's class and the sizes the exercise names, as plain values."""
+    sizes = {name: getattr(module, name, None) for name in
+             ("num_embeddings", "embedding_dim", "in_features", "out_features", "normalized_shape")}
+    return {"type": type(module).__name__,
+            **{k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items() if isinstance(v, (int, tuple))}}
+
+
 @_single_threaded
 def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
-    """How ``TinyLM`` holds its matrix: at construction, after an SGD step, after ``.to``."""
+    """How ``TinyLM`` holds its matrix and its modules: at construction, after an SGD
+    step, after ``.to``; and the names its ``state_dict`` registers."""
     import torch
 
     model = _tinylm(ns, vocab_size, d_model, n_layers, seed)
     e, w = model.embed.weight, model.lm_head.weight
     facts = {
-        "same_object": w is e,
-        "same_ptr": w.data_ptr() == e.data_ptr(),
-        "embed_shape": list(e.shape),
-        "head_shape": list(w.shape),
-        "head_stride": list(w.stride()),
-        "embed_stride": list(e.stride()),
+        **_tie_facts(e, w),
         "values_equal": bool(w.shape == e.shape and torch.equal(w.detach(), e.detach())),
         "head_bias": getattr(model.lm_head, "bias", None) is not None,
         "n_unique": sum(p.numel() for p in model.parameters()),
         "n_listed": sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False)),
+        "state_keys": [str(k) for k in model.state_dict()],
+        "kinds": {name: _kind(getattr(model, name)) for name in ("embed", "ln_f", "lm_head")},
     }
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     model.zero_grad(set_to_none=True)
@@ -149,22 +196,31 @@ def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
 
 @_single_threaded
 def tinylm_forward(ns, vocab_size, d_model, n_layers, seed, input_ids):
-    """The logits, the output of ``ln_f`` that fed them, and the matrices they may come from."""
+    """The logits, the output of ``ln_f`` that fed them, how often each block ran,
+    and the matrices the logits may come from."""
     import torch
 
     model = _tinylm(ns, vocab_size, d_model, n_layers, seed)
-    seen = []
-    hook = model.ln_f.register_forward_hook(lambda module, args, out: seen.append(out.detach().clone()))
+    blocks = list(model.blocks) if isinstance(model.blocks, (list, tuple, torch.nn.ModuleList)) else [model.blocks]
+    seen, calls = [], [0] * len(blocks)
+    hooks = [model.ln_f.register_forward_hook(lambda module, args, out: seen.append(out.detach().clone()))]
+    for n, block in enumerate(blocks):
+        hooks.append(block.register_forward_hook(lambda module, args, out, n=n: calls.__setitem__(n, calls[n] + 1)))
     try:
         with torch.no_grad():
             logits = model(torch.as_tensor(np.asarray(input_ids), dtype=torch.long))
     finally:
-        hook.remove()
+        for hook in hooks:
+            hook.remove()
     bias = getattr(model.lm_head, "bias", None)
+    is_tensor = isinstance(logits, torch.Tensor)
     return {
-        "logits": _np(logits),
+        "type": type(logits).__name__,
+        "dtype": str(logits.dtype) if is_tensor else "",
+        "logits": _values(logits) if is_tensor else None,
         "h": _np(seen[-1]) if seen else np.zeros((0,)),
         "ln_f_calls": len(seen),
+        "block_calls": calls,
         "embed": _np(model.embed.weight),
         "head": _np(model.lm_head.weight),
         "bias": _np(bias) if bias is not None else np.zeros((0,)),
@@ -211,11 +267,27 @@ def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
 
 
 @_single_threaded
-def tied_logits_call(ns, h, E, b):
-    """``tied_logits`` on tensors made from the grader's arrays."""
+def tied_logits_call(ns, h, E, b, upstream, pass_b):
+    """``tied_logits`` on tensors made from the grader's arrays, which require grad:
+    what it returns, and the gradients a backward pass with ``upstream`` leaves on
+    ``h``, ``E`` and ``b``.  ``b`` goes by keyword, and not at all unless ``pass_b``."""
     import torch
 
     def tensor(x):
-        return None if x is None else torch.from_numpy(np.asarray(x, np.float32))
+        return None if x is None else torch.tensor(np.asarray(x, np.float32), requires_grad=True)
 
-    return _np(lookup(ns, "tied_logits")(tensor(h), tensor(E), tensor(b)))
+    inputs = {"h": tensor(h), "E": tensor(E), "b": tensor(b)}
+    bias = {"b": inputs["b"]} if pass_b else {}
+    out = lookup(ns, "tied_logits")(inputs["h"], inputs["E"], **bias)
+    is_tensor = isinstance(out, torch.Tensor)
+    facts = {"type": type(out).__name__, "is_tensor": is_tensor, "dtype": str(out.dtype) if is_tensor else "",
+             "logits": _values(out) if is_tensor else None,
+             "requires_grad": bool(is_tensor and out.requires_grad), "backward_error": ""}
+    if facts["requires_grad"] and tuple(out.shape) == np.shape(upstream):
+        try:
+            out.backward(torch.as_tensor(np.asarray(upstream), dtype=out.dtype))
+        except Exception as exc:  # a graph that cannot be walked back is a fact too
+            facts["backward_error"] = f"{type(exc).__name__}: {exc}"[:300]
+    facts["grads"] = {name: _np(x.grad) if x is not None and x.grad is not None else None
+                      for name, x in inputs.items()}
+    return facts

@@ -100,4 +100,49 @@ PITFALLS = [
                                   "self.lm_head.weight = nn.Parameter(self.embed.weight.detach().clone())\nreturn logits"),
     }, {"tie_weights": "pytorch.refused_matching", "tie_weights.ValueError": "pytorch.no_shape_check",
         "TinyLM.tied": "pytorch.untied_by_step", "TinyLM.forward": "pass", "TinyLM.grad": "pytorch.grad_not_sum"}),
+    # Issue 14: promises of the text that no check enforced, and a mistake that was misnamed.
+    Pitfall(CH, "new_parameter_and_detached", {
+        0: CHECK + "lm_head.weight = nn.Parameter(embedding.weight)",
+        1: MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight)",
+        3: "logits = h @ E.T\nreturn (logits if b is None else logits + b).detach()",
+    }, {"tie_weights": "pytorch.new_parameter", "tie_weights.ValueError": "pass",
+        "TinyLM.tied": "pytorch.new_parameter", "TinyLM.forward": "pass", "TinyLM.grad": "pytorch.grad_one_path",
+        "tied_logits": "pytorch.logits_detached"}),
+    Pitfall(CH, "message_without_shapes_and_plain_list", {
+        0: CHECK.replace('f"cannot tie {tuple(lm_head.weight.shape)} with {tuple(embedding.weight.shape)}"',
+                         '"the shapes do not match"') + "lm_head.weight = embedding.weight",
+        1: MODULES.replace("nn.ModuleList(Block(d_model) for _ in range(n_layers))",
+                           "[Block(d_model) for _ in range(n_layers)]") + HEAD + "self.lm_head.weight = self.embed.weight",
+        3: "logits = h.double() @ E.double().T\nreturn logits if b is None else logits + b",
+    }, {"tie_weights": "pass", "tie_weights.ValueError": "pytorch.message_without_shapes",
+        "TinyLM.tied": "pytorch.blocks_not_registered", "TinyLM.forward": "pass", "TinyLM.grad": "pass",
+        "tied_logits": "common.wrong_dtype"}),
+    Pitfall(CH, "one_shape_named_and_layers_ignored", {
+        0: CHECK.replace('f"cannot tie {tuple(lm_head.weight.shape)} with {tuple(embedding.weight.shape)}"',
+                         'f"lm_head.weight has shape {tuple(lm_head.weight.shape)}"') + "lm_head.weight = embedding.weight",
+        1: MODULES.replace("range(n_layers)", "range(2)") + HEAD + "self.lm_head.weight = self.embed.weight",
+        3: "logits = torch.from_numpy(h.detach().numpy() @ E.detach().numpy().T)\n"
+           "return logits if b is None else logits + b",
+    }, {"tie_weights.ValueError": "pytorch.message_without_shapes", "TinyLM.tied": "pytorch.block_count",
+        "TinyLM.forward": "pass", "TinyLM.grad": "pass", "tied_logits": "pytorch.logits_detached"}),
+    Pitfall(CH, "bias_replaced_and_first_block_only", {
+        0: CHECK + "lm_head.weight = embedding.weight\n"
+                   "lm_head.bias = nn.Parameter(torch.zeros(lm_head.out_features))",
+        2: tiny_forward().replace("for block in self.blocks:\n    x = block(x)", "x = self.blocks[0](x)"),
+        3: "return torch.from_numpy(h.numpy() @ E.numpy().T + (0 if b is None else b.numpy()))",
+    }, {"tie_weights": "pytorch.bias_changed", "tie_weights.ValueError": "pass", "TinyLM.tied": "pass",
+        "TinyLM.forward": "pytorch.blocks_unused", "TinyLM.grad": "pass", "tied_logits": "pytorch.numpy_round_trip"}),
+    Pitfall(CH, "embedding_reinitialised_and_short_positions", {
+        0: CHECK + "nn.init.normal_(embedding.weight)\nlm_head.weight = embedding.weight",
+        1: MODULES.replace("nn.Embedding(MAX_LEN, d_model)", "nn.Embedding(16, d_model)") + HEAD
+           + "self.lm_head.weight = self.embed.weight",
+        3: "logits = h @ E.T\nreturn (logits if b is None else logits + b).detach().numpy()",
+    }, {"tie_weights": "pytorch.embedding_changed", "TinyLM.tied": "pass",
+        "TinyLM.forward": "pytorch.index_out_of_range", "TinyLM.grad": "pass", "tied_logits": "pytorch.not_a_tensor"}),
+    Pitfall(CH, "identity_ln_f_and_bias_added_to_biasless_head", {
+        0: CHECK + "lm_head.weight = embedding.weight\n"
+                   "if lm_head.bias is None:\n    lm_head.bias = nn.Parameter(torch.zeros(lm_head.out_features))",
+        1: MODULES.replace("nn.LayerNorm(d_model)", "nn.Identity()") + HEAD + "self.lm_head.weight = self.embed.weight",
+    }, {"tie_weights": "pytorch.bias_changed", "TinyLM.tied": "pytorch.module_kind",
+        "TinyLM.forward": "pass", "TinyLM.grad": "pass", "tied_logits": "pass"}),
 ]
