@@ -1,0 +1,154 @@
+"""The formats teachers already use, and grading a class in shards.
+
+Each output is validated against a JSON schema written from the platform's published
+specification (tests/schemas/), and the Gradescope entry point runs in a temporary root
+laid out as Gradescope lays it out.  The chapter is the NumPy one (04), the fastest.
+"""
+import csv
+import io
+import json
+import os
+import shutil
+import stat
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import grader
+from notebooks import ROOT
+
+CHAPTER = "04_gpt_head"
+SCHEMAS = Path(__file__).parent / "schemas"
+
+
+def schema(name: str) -> dict:
+    return json.loads((SCHEMAS / f"{name}.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def small_class(tmp_path_factory) -> Path:
+    """Four students: two solved the chapter, two handed in the untouched exercise."""
+    root = tmp_path_factory.mktemp("class")
+    for student, folder in (("ana", "solutions"), ("bo", "exercises"), ("chen", "solutions"), ("dara", "exercises")):
+        (root / student).mkdir()
+        shutil.copy(ROOT / folder / f"{CHAPTER}.ipynb", root / student / f"{CHAPTER}.ipynb")
+    return root
+
+
+@pytest.fixture(scope="module")
+def single_run(small_class, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("single")
+    done = grader("grade", str(small_class), "--jobs", "2", "--out", str(out), "--lang", "es")
+    assert done.returncode == 1, done.stderr  # two exercises fail
+    return out
+
+
+def without_timing(entries: dict) -> dict:
+    return {path: {k: v for k, v in e.items() if k != "seconds"} for path, e in entries.items()}
+
+
+def test_shards_merge_into_the_gradebook_of_a_single_run(small_class, single_run, tmp_path):
+    shards = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        done = grader("grade", str(small_class), "--shard", f"{k}/2", "--jobs", "1", "--out", str(out), "--lang", "es")
+        assert done.returncode in (0, 1), done.stderr
+        shards.append(out)
+    sizes = [len(json.loads((s / "gradebook.json").read_text())["submissions"]) for s in shards]
+    assert sum(sizes) == 4
+    merged = tmp_path / "merged"
+    done = grader("merge", str(merged), *map(str, shards), "--lang", "es")
+    assert done.returncode == 0, done.stderr
+    single = json.loads((single_run / "gradebook.json").read_text())["submissions"]
+    joined = json.loads((merged / "gradebook.json").read_text())["submissions"]
+    assert without_timing(joined) == without_timing(single)
+    assert (merged / "gradebook.csv").read_text() == (single_run / "gradebook.csv").read_text()
+    # Overlapping shards are refused with one line.
+    again = grader("merge", str(tmp_path / "twice"), str(shards[0]), str(shards[0]))
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "Traceback" not in again.stderr
+
+
+@pytest.mark.parametrize("bad", ["0/2", "3/2", "1/0", "x", "1/2/3"])
+def test_a_shard_that_names_no_share_is_a_usage_error(bad, tmp_path):
+    done = grader("grade", str(tmp_path), "--shard", bad, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and "--shard" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_canvas_csv_has_one_row_per_student(single_run, tmp_path):
+    out = tmp_path / "canvas.csv"
+    done = grader("export", "canvas", "--gradebook", str(single_run), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert [r["Student"] for r in rows] == ["ana", "bo", "chen", "dara"]
+    for row in rows:
+        jsonschema.validate(row, schema("canvas_gradebook"))
+    column = next(c for c in rows[0] if CHAPTER in c)
+    assert [float(r[column]) for r in rows][1::2] == [0, 0] and float(rows[0][column]) > 0
+
+
+def test_the_gradescope_autograder_runs_as_gradescope_lays_it_out(tmp_path):
+    """The zip unpacked into source/, run_autograder at the root, the student's file in
+    submission/ (renamed, as students do), and setup.sh's virtualenv standing in as venv/."""
+    bundle = tmp_path / "autograder.zip"
+    done = grader("export", "gradescope", CHAPTER, "--lang", "ko", "--out", str(bundle))
+    assert done.returncode == 0, done.stderr
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(bundle) as z:
+        names = set(z.namelist())
+        assert {"setup.sh", "run_autograder", "tied/pyproject.toml", "tied/constraints.txt"} <= names
+        assert any(n.startswith("tied/grader/messages/ko/") for n in names)
+        assert all(z.getinfo(n).external_attr >> 16 & stat.S_IXUSR for n in ("setup.sh", "run_autograder"))
+        z.extractall(root / "source")
+    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+    os.chmod(root / "run_autograder", 0o755)
+    os.symlink(sys.prefix, root / "venv")
+    (root / "submission").mkdir()
+    shutil.copy(ROOT / "solutions" / f"{CHAPTER}.ipynb", root / "submission" / "my_homework.ipynb")
+    ran = __import__("subprocess").run([str(root / "run_autograder")], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(results, schema("gradescope_results"))
+    assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
+    assert all(t["status"] == "passed" for t in results["tests"])
+    assert "합계" in results["output"]  # the course's language
+
+
+def test_gradescope_and_prairielearn_results_for_wrong_and_missing_files(tmp_path):
+    for command, inbox, name in (("gradescope", "submission", "gradescope_results"),
+                                 ("prairielearn", "student", "prairielearn_results")):
+        root = tmp_path / command
+        (root / inbox).mkdir(parents=True)
+        done = grader(command, "--root", str(root), "--chapter", CHAPTER, "--lang", "es")
+        assert done.returncode == 0, done.stderr
+        missing = json.loads((root / "results" / "results.json").read_text())
+        jsonschema.validate(missing, schema(name))
+        assert missing.get("score", 0) == 0 and missing.get("gradable", False) is False
+        shutil.copy(ROOT / "exercises" / f"{CHAPTER}.ipynb", root / inbox / f"{CHAPTER}.ipynb")
+        done = grader(command, "--root", str(root), "--chapter", CHAPTER, "--lang", "es")
+        assert done.returncode == 0, done.stderr
+        results = json.loads((root / "results" / "results.json").read_text())
+        jsonschema.validate(results, schema(name))
+        assert results["score"] == 0 and results["tests"]
+        assert all("sin implementar" in (t.get("output") or t.get("message")) for t in results["tests"][1:])
+
+
+def test_prairielearn_export_holds_its_entry_point_and_image(tmp_path):
+    out = tmp_path / "tied-grader"
+    done = grader("export", "prairielearn", CHAPTER, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert os.access(out / "run.sh", os.X_OK) and "prairielearn" in (out / "run.sh").read_text()
+    assert "pip install" in (out / "Dockerfile").read_text()
+    assert (out / "tied" / "grader" / "cli.py").is_file()
+
+
+def test_the_class_report_is_one_offline_page(single_run, tmp_path):
+    out = tmp_path / "report.html"
+    done = grader("report", str(single_run), "--out", str(out), "--lang", "ko")
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert "http://" not in page and "https://" not in page
+    assert page.count("<img") == 1  # one chapter, one distribution
+    assert "common.not_implemented" in page and "가장 자주 나온 실수" in page
