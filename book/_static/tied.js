@@ -1,0 +1,82 @@
+// The book's own behaviour on every page (html_js_files in _config.yml), styled by tied.css.
+// Loaded in <head> without `defer`, so that the chosen notes are set before the page is drawn.
+
+// Which notes the reader sees: Spanish, Korean, both (the default) or none. One choice for
+// the whole book, kept in localStorage; the <select> goes at the start of the header buttons.
+(() => {
+  const KEY = "tied-notes";
+  const CHOICES = {both: "ES + KO notes", es: "ES notes", ko: "KO notes", none: "No notes"};
+  const stored = () => {
+    try {
+      return localStorage.getItem(KEY);
+    } catch {   // storage disabled: the choice lasts for this page only
+      return null;
+    }
+  };
+  const apply = choice => {
+    document.documentElement.dataset.tiedNotes = choice in CHOICES ? choice : "both";
+  };
+  apply(stored());
+  // Another tab changed it.
+  window.addEventListener("storage", event => {
+    if (event.key === KEY) {
+      apply(event.newValue);
+      const select = document.querySelector("select.tied-notes");
+      if (select) select.value = document.documentElement.dataset.tiedNotes;
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", () => {
+    // The notes' language, for screen readers and for the fonts the browser picks.
+    for (const lang of ["es", "ko"]) {
+      document.querySelectorAll(`.admonition.lang-${lang}`).forEach(note => { note.lang = lang; });
+    }
+    const buttons = document.querySelector(".article-header-buttons");
+    if (!buttons) return;
+    const select = document.createElement("select");
+    select.className = "tied-notes";
+    select.title = "Notes in Spanish and Korean";
+    select.setAttribute("aria-label", select.title);
+    for (const [value, label] of Object.entries(CHOICES)) select.add(new Option(label, value));
+    select.value = document.documentElement.dataset.tiedNotes;
+    select.addEventListener("change", () => {
+      apply(select.value);
+      try {
+        localStorage.setItem(KEY, select.value);
+      } catch {}
+    });
+    buttons.prepend(select);
+  });
+})();
+
+// A box whose content is wider than it scrolls sideways; data-tied-scroll tells tied.css
+// which side has more (left, right, both), so that the content fades out there.
+(() => {
+  const SCROLLERS = [
+    "div.highlight > pre", ".cell_output pre", ".pst-scrollable-table-container",
+    ".cell_output .output.text_html", ".tied-scroll", 'mjx-container[display="true"]',
+  ].join(", ");
+  const mark = box => {
+    const hidden = box.scrollWidth - box.clientWidth - box.scrollLeft;
+    const left = box.scrollLeft > 1, right = hidden > 1;
+    if (left || right) {
+      box.dataset.tiedScroll = left && right ? "both" : left ? "left" : "right";
+    } else {
+      delete box.dataset.tiedScroll;
+    }
+  };
+  const watched = new WeakSet();
+  const resized = new ResizeObserver(entries => entries.forEach(entry => mark(entry.target)));
+  const watchAll = () => document.querySelectorAll(SCROLLERS).forEach(box => {
+    if (watched.has(box)) return;
+    watched.add(box);
+    box.addEventListener("scroll", () => mark(box), {passive: true});
+    resized.observe(box);   // also marks it once, now
+  });
+  document.addEventListener("DOMContentLoaded", watchAll);
+  // Display math exists once MathJax has typeset the page.
+  window.addEventListener("load", () => {
+    const typeset = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
+    if (typeset) typeset.then(watchAll);
+  });
+})();

@@ -1,0 +1,62 @@
+"""Sphinx extension: fixes to what the theme and its extensions put in every page.
+
+- Flags as text badges: a flag emoji in an admonition's title ("🇪🇸 Nota", "🇰🇷 노트") is
+  two regional-indicator letters that draw as two empty boxes without a colour-emoji font.
+  It becomes a badge naming the note's language (its ``lang-xx`` class: ES, KO), or the
+  flag's two letters, ``<span class="tied-flag tied-flag-ko">KO</span>``, styled in
+  ``book/_static/tied.css``.
+- Each inline script once: Sphinx 7.4 keeps an inline script that an extension adds after
+  the builder starts (sphinx-thebe's ``const THEBE_JS_URL = ...``, sphinx-togglebutton's
+  selector) under the file name ``None`` and adds it again from its registry under ``''``
+  before writing, so every page ran it twice; a ``const`` declared twice is a SyntaxError.
+"""
+from __future__ import annotations
+
+import re
+
+from docutils import nodes
+from sphinx.application import Sphinx
+
+# A flag is two regional-indicator symbols, U+1F1E6 (A) to U+1F1FF (Z).
+FLAG = re.compile("([\U0001F1E6-\U0001F1FF]{2})\\s*")
+
+
+def badge(flag: str, admonition: nodes.Element) -> nodes.inline:
+    languages = [c.removeprefix("lang-") for c in admonition["classes"] if c.startswith("lang-")]
+    name = languages[0] if languages else "".join(chr(ord(c) - 0x1F1E6 + ord("a")) for c in flag)
+    return nodes.inline(name.upper(), name.upper(), classes=["tied-flag", f"tied-flag-{name}"])
+
+
+def flags_as_badges(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    for title in doctree.findall(nodes.title):
+        if not isinstance(title.parent, nodes.Admonition):
+            continue
+        for text in list(title.findall(nodes.Text)):
+            parts = FLAG.split(str(text))
+            if len(parts) == 1:
+                continue
+            # split() alternates plain text and flags: text, flag, text, flag, ..., text
+            replacement = [badge(part, title.parent) if i % 2 else nodes.Text(part)
+                           for i, part in enumerate(parts) if part]
+            text.parent.replace(text, replacement)
+
+
+def drop_repeated_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
+                          doctree: nodes.document | None) -> None:
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, kept = set(), []
+    for script in scripts:
+        key = (script.filename or "", script.priority, tuple(sorted(script.attributes.items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(script)
+    scripts[:] = kept   # in place: the builder restores its own list after each page
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("doctree-resolved", flags_as_badges)
+    # Late, after the theme and myst-nb have added their scripts for the page.
+    app.connect("html-page-context", drop_repeated_scripts, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
