@@ -1,11 +1,16 @@
-"""grader/savings.py counts what ``transformers`` builds, and the intro's explorer follows
-its dropdown. The models are built on PyTorch's meta device: shapes, no memory, no download."""
+"""grader/savings.py counts what ``transformers`` builds, and the intro's explorer shows its
+figures. The models are built on PyTorch's meta device: shapes, no memory, no download.
+(The explorer's script, in a browser, is tested in test_browser.py.)"""
+import json
+import re
+from html import escape
+
 import pytest
 import torch
 import transformers
 
-from grader.explorer import CUSTOM, SavingsExplorer, presets_html
-from grader.savings import BYTES_PER_PARAM, PRESETS
+from grader.explorer import CUSTOM, SavingsExplorer, figures, presets_html
+from grader.savings import BYTES_PER_PARAM, PRESETS, Saving, human
 
 transformers.logging.set_verbosity_error()
 
@@ -102,29 +107,37 @@ def test_tying_saves_exactly_one_matrix(name):
     assert set(BYTES_PER_PARAM) == {"fp32", "bf16"}
 
 
-def test_explorer_follows_the_dropdown():
-    explorer = SavingsExplorer()
-    shown = {}
+def test_the_explorer_shows_each_presets_own_figures():
+    shown = {name: figures(p) for name, p in PRESETS.items()}
     for name, p in PRESETS.items():
-        explorer.preset.value = name
-        html = explorer.figures.value
-        assert f"{p.matrix:,}" in html and f"{p.total:,}" in html, name
-        boxes = (explorer.vocab.value, explorer.d_model.value, explorer.rest.value)
-        assert boxes == (p.vocab, p.d_model, p.rest)
-        shown[name] = html
-    assert len(set(shown.values())) == len(PRESETS)
+        assert shown[name]["matrix"] == f"{p.matrix:,} ({human(p.matrix)})"
+        assert shown[name]["total"] == f"{p.total:,} ({human(p.total)})"
+        assert shown[name]["tie"] == ("tied" if p.tied else "untied")
+    assert len({json.dumps(s) for s in shown.values()}) == len(PRESETS)
+    # Typed numbers are no preset: no checkpoint, no note.
+    assert set(figures(Saving(1000, 768, 0))) < set(shown["GPT-2 small"])
+    assert figures(Saving(1000, 768, 0))["share_of_untied"] == "50.0%"   # two equal matrices
 
 
-def test_editing_a_number_switches_to_custom():
-    explorer = SavingsExplorer("GPT-2 small")
-    explorer.vocab.value = 1000
-    assert explorer.preset.value == CUSTOM
-    gpt2 = PRESETS["GPT-2 small"]
-    assert f"{1000 * gpt2.d_model:,}" in explorer.figures.value
-    explorer.rest.value = 0
-    assert "50.0%" in explorer.figures.value   # the untied model is two equal matrices
-    explorer.preset.value = "LLaMA-2-7B"
-    assert f"{PRESETS['LLaMA-2-7B'].total:,}" in explorer.figures.value
+def test_the_explorer_page_holds_every_preset_and_the_first_ones_figures():
+    """The HTML holds the presets' numbers for its script and the start's figures without it
+    (tests/test_browser.py runs the script)."""
+    html = SavingsExplorer("LLaMA-2-7B")._repr_html_()
+    data = json.loads(re.search(r"<script type='application/json'>(.*?)</script>", html).group(1))
+    assert data["custom"] == CUSTOM and data["bytes"] == BYTES_PER_PARAM
+    assert data["presets"] == {name: {"vocab": p.vocab, "d_model": p.d_model, "rest": p.rest,
+                                      "tied": p.tied, "checkpoint": p.checkpoint, "note": p.note}
+                               for name, p in PRESETS.items()}
+    for key, text in figures(PRESETS["LLaMA-2-7B"]).items():
+        assert f"data-figure='{key}'>{escape(text)}<" in html, key
+    assert "<option selected>LLaMA-2-7B</option>" in html
+    # Two explorers on one page drive their own figures.
+    assert SavingsExplorer()._repr_html_() != SavingsExplorer()._repr_html_()
+
+
+def test_an_unknown_preset_is_named():
+    with pytest.raises(ValueError, match="unknown preset 'GPT-5'"):
+        SavingsExplorer("GPT-5")
 
 
 def test_presets_table_lists_every_preset():
