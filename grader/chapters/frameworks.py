@@ -12,15 +12,15 @@ import numpy as np
 
 from ..cases import hidden_rng, token_ids
 from ..judge import close, compare_arrays, describe_shape
-from ..registry import Case, Chapter, ErrorPattern, Finding, Item
+from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
 
 CHAPTER_ID = "07_three_frameworks"
 RTOL, ATOL = 1e-5, 1e-5  # float32 logits of size O(10) against float64: see the book page
-NNX_PATHS = ("embed/embedding", "mixer/bias", "mixer/kernel")
 
 # (V, d, T) of the cases: the worked example, a square embedding (where a transposed
-# embedding still runs), repeated ids, and a larger vocabulary.
-SHAPES = ((6, 4, 3), (5, 5, 4), (50, 8, 9), (300, 32, 16))
+# embedding still runs), repeated ids, fewer tokens than dimensions and a single id,
+# and a larger vocabulary.
+SHAPES = ((6, 4, 3), (5, 5, 4), (50, 8, 9), (3, 8, 1), (300, 32, 16))
 
 
 def weights(rng: np.random.Generator, v: int, d: int) -> dict:
@@ -46,17 +46,22 @@ def reference_logits(embedding, kernel, bias, ids) -> np.ndarray:
 
 # ---------------------------------------------------------------- cases
 
+# Labels of the torch_to_nnx cases, by (worked example?, lm_head.weight in the state_dict?)
+ALIAS_LABELS = {(True, True): "frameworks.case_worked_alias", (False, True): "frameworks.case_hidden_alias",
+                (False, False): "frameworks.case_hidden_no_alias"}
+
+
 def _cases(item: str, shapes=SHAPES, alias=None) -> list[Case]:
     """One case per shape; ``alias`` says, per case, whether the state_dict keeps lm_head.weight."""
     rng = hidden_rng(f"{CHAPTER_ID}/{item}")
     found = []
     for n, (v, d, t) in enumerate(shapes):
         args = dict(weights(rng, v, d), token_ids=token_ids(rng, t, v))
-        label = f"V={v}, d={d}, {t} ids"
+        label = "case.worked_example" if n == 0 else "case.hidden"
         if alias is not None:
             args["alias"] = alias[n]
-            label += ", with lm_head.weight" if alias[n] else ", without lm_head.weight"
-        found.append(Case(label if n == 0 else f"hidden {label}", args, public=(n == 0)))
+            label = ALIAS_LABELS[n == 0, alias[n]]
+        found.append(Case(label, args, public=n == 0, shown={"shape": f"V={v}, d={d}, T={t}"}))
     return found
 
 
@@ -75,11 +80,13 @@ def torch_structure_cases() -> list[Case]:
 def nnx_cases() -> list[Case]:
     # The worked example keeps the alias, as model.state_dict() does; the others mix
     # files with and without it, as safetensors' save_model writes them.
-    return _cases("torch_to_nnx", alias=(True, False, True, False))
+    return _cases("torch_to_nnx", alias=(True, False, True, False, False))
 
 
 def nnx_structure_cases() -> list[Case]:
-    return _cases("torch_to_nnx.params", STRUCTURE_SHAPES, alias=(True, False))
+    # With the alias, as model.state_dict() gives it: whether the converter copes with a
+    # file without it is torch_to_nnx's to judge, so that one mistake costs once.
+    return _cases("torch_to_nnx.params", STRUCTURE_SHAPES, alias=(True, True))
 
 
 def logits_reference(case: Case) -> np.ndarray:
@@ -98,6 +105,15 @@ def _not_float32(dtypes: dict) -> Finding | None:
     return Finding("frameworks.float64", {"message": _names(wrong)}) if wrong else None
 
 
+def _model_finding(facts: dict, function: str, expected: str, not_a_module: str) -> Finding | None:
+    """The result must be a model, of the class the notebook gives."""
+    if not facts["is_module"]:
+        return Finding(not_a_module, {"type": facts["type"]})
+    if not facts["expected_class"]:
+        return Finding("frameworks.wrong_class", {"function": function, "type": facts["type"], "expected": expected})
+    return None
+
+
 def _embedding_finding(case: Case, name: str, held) -> Finding | None:
     """What is wrong with the matrix the model holds as its embedding, if anything."""
     E = case.args["embedding"]
@@ -113,55 +129,112 @@ def _embedding_finding(case: Case, name: str, held) -> Finding | None:
     return None
 
 
+def _kernel_finding(name: str, held, kernel: np.ndarray, other_layout: np.ndarray) -> Finding | None:
+    """The mixer's matrix in the layout of its framework (``kernel``), not the other one."""
+    held = np.asarray(held)
+    if held.shape == kernel.shape and np.array_equal(held.astype(np.float32), kernel):
+        return None
+    if held.shape == other_layout.shape and np.array_equal(held.astype(np.float32), other_layout):
+        return Finding("frameworks.kernel_not_transposed")
+    return Finding("frameworks.not_loaded", {"name": name})
+
+
+def _values_finding(case: Case, held: dict, names: tuple[str, str, str], torch_layout: bool) -> Finding | None:
+    """The embedding, the mixer's matrix and its bias as the model holds them, under the
+    ``names`` of its framework; names the model does not have are left to the logits."""
+    a = case.args
+    embed, kernel, bias = names
+    W = a["kernel"]  # Flax layout, (in, out)
+    checks = (
+        (embed, lambda value: _embedding_finding(case, embed, value)),
+        (kernel, lambda value: _kernel_finding(kernel, value, *((W.T, W) if torch_layout else (W, W.T)))),
+        (bias, lambda value: None if np.array_equal(np.asarray(value, np.float32), a["bias"])
+         else Finding("frameworks.not_loaded", {"name": bias})),
+    )
+    for name, check in checks:
+        if name in held:
+            finding = check(held[name])
+            if finding is not None:
+                return finding
+    return None
+
+
+def _logits_finding(case: Case, facts: dict, ref) -> Finding | None:
+    """The converted model's logits against the float64 reference."""
+    if facts["forward_error"]:
+        kind, _, message = facts["forward_error"].partition(": ")
+        return Finding("common.exception", {"type": kind, "message": message})
+    logits = facts["logits"]
+    finding = compare_arrays(logits, ref, RTOL, ATOL)
+    if finding is None or finding.key != "common.wrong_values":
+        return finding
+    a = case.args
+    E, W, b, ids = a["embedding"], a["kernel"], a["bias"], a["token_ids"]
+    if close(logits, reference_logits(E, W.T, b, ids), RTOL, ATOL):
+        return Finding("frameworks.kernel_not_transposed")
+    if E.shape[0] == E.shape[1] and close(logits, reference_logits(E.T, W, b, ids), RTOL, ATOL):
+        return Finding("frameworks.embedding_transposed")
+    return finding
+
+
+TORCH_NAMES = ("embed.weight", "mixer.weight", "mixer.bias")
+TORCH_KEYS = ("embed.weight", "mixer.weight", "mixer.bias", "lm_head.weight")
+
+
 def judge_torch_structure(case: Case, facts: dict, _ref) -> Finding | None:
-    if not facts["is_module"]:
-        return Finding("frameworks.not_torch_module", {"type": facts["type"]})
+    """Tied, float32, TorchTiedLM's names: the form of the model, not its values."""
+    finding = _model_finding(facts, "linen_to_torch", "TorchTiedLM", "frameworks.not_torch_module")
+    if finding:
+        return finding
     if not facts["same_object"]:
+        head, embed = (np.asarray(facts["params"].get(k, ())) for k in ("lm_head.weight", "embed.weight"))
         if facts["same_ptr"]:
             return Finding("frameworks.torch_alias")
-        if np.array_equal(facts["head"], facts["embed"]):
+        if head.shape == embed.shape and np.array_equal(head, embed):
             return Finding("frameworks.torch_copy")
         return Finding("frameworks.torch_head_stale")
-    return (_embedding_finding(case, "embed.weight", facts["embed"])
-            or _not_float32(facts["dtypes"]))
+    if sorted(facts["state_keys"]) != sorted(TORCH_KEYS):
+        return Finding("frameworks.torch_keys", {"got": _names(facts["state_keys"])})
+    return _not_float32(facts["dtypes"])
+
+
+def judge_torch_values(case: Case, facts: dict, ref) -> Finding | None:
+    """The checkpoint's values in the right Parameters; the logits too, where the model is
+    tied and float32: a broken tie, a dtype or a class is linen_to_torch.tied's to judge."""
+    if not facts["is_module"]:
+        return Finding("frameworks.not_torch_module", {"type": facts["type"]})
+    finding = _values_finding(case, facts["params"], TORCH_NAMES, torch_layout=True)
+    if finding or not facts["tied"] or _not_float32(facts["dtypes"]):
+        return finding
+    return _logits_finding(case, facts, ref)
+
+
+NNX_PATHS = ("embed/embedding", "mixer/kernel", "mixer/bias")
 
 
 def judge_nnx_structure(case: Case, facts: dict, _ref) -> Finding | None:
-    if not facts["is_module"]:
-        return Finding("frameworks.not_nnx_module", {"type": facts["type"]})
+    """NNXTiedLM with exactly its three Params, float32: the form, not the values."""
+    finding = _model_finding(facts, "torch_to_nnx", "NNXTiedLM", "frameworks.not_nnx_module")
+    if finding:
+        return finding
     paths = facts["paths"]
-    if facts["abstract"]:
-        return Finding("frameworks.nnx_unfilled")
     if not set(NNX_PATHS) <= set(paths):
         return Finding("frameworks.nnx_paths", {"got": _names(paths)})
     extra = [p for p in paths if p not in NNX_PATHS]
     if extra:
         return Finding("frameworks.nnx_extra_param", {"names": _names(extra)})
-    return (_embedding_finding(case, "embed/embedding", facts["values"][paths.index("embed/embedding")])
-            or _not_float32(dict(zip(paths, facts["dtypes"]))))
+    return _not_float32(dict(zip(paths, facts["dtypes"])))
 
 
-def judge_logits(not_a_module: str):
-    """Judge of a converted model's logits; ``not_a_module`` is the key when it is no model."""
-
-    def judge(case: Case, facts: dict, ref) -> Finding | None:
-        if not facts["is_module"]:
-            return Finding(not_a_module, {"type": facts["type"]})
-        logits = facts["logits"]
-        finding = compare_arrays(logits, ref, RTOL, ATOL)
-        if finding is None or finding.key != "common.wrong_values":
-            return finding
-        a = case.args
-        E, W, b, ids = a["embedding"], a["kernel"], a["bias"], a["token_ids"]
-        if close(logits, reference_logits(E, W.T, b, ids), RTOL, ATOL):
-            return Finding("frameworks.kernel_not_transposed")
-        if E.shape[0] == E.shape[1] and close(logits, reference_logits(E.T, W, b, ids), RTOL, ATOL):
-            return Finding("frameworks.embedding_transposed")
-        if not facts.get("head_is_embed", True):
-            return Finding("frameworks.torch_head_stale")
-        return finding
-
-    return judge
+def judge_nnx_values(case: Case, facts: dict, ref) -> Finding | None:
+    """Every Param filled with the checkpoint's values, and the logits (a class, an extra
+    Param or a dtype is torch_to_nnx.params's to judge)."""
+    if not facts["is_module"]:
+        return Finding("frameworks.not_nnx_module", {"type": facts["type"]})
+    if facts["abstract"]:
+        return Finding("frameworks.nnx_unfilled_params", {"names": _names(facts["abstract"])})
+    held = dict(zip(facts["paths"], facts["values"]))
+    return _values_finding(case, held, NNX_PATHS, torch_layout=False) or _logits_finding(case, facts, ref)
 
 
 # ---------------------------------------------------------------- the chapter
@@ -184,18 +257,53 @@ CHAPTER = Chapter(
         Item(
             name="linen_to_torch.tied", symbol="linen_to_torch", points=2, probe="torch_structure",
             cases=torch_structure_cases, reference=lambda case: None, judge=judge_torch_structure,
+            promises=(
+                Promise("linen_to_torch(variables) takes {'params': ...} as LinenTiedLM.init returns it",
+                        "probe builds that tree from the case's float32 arrays (KeyError: key_name)"),
+                Promise("returns a TorchTiedLM(V, d)", "facts is_module, expected_class (not_torch_module, "
+                                                       "wrong_class) and its state_dict keys (torch_keys)"),
+                Promise("stays tied: lm_head.weight is embed.weight, one Parameter",
+                        "facts same_object, same_ptr (torch_alias, torch_copy, torch_head_stale)"),
+                Promise("every parameter float32", "dtypes of named_parameters(remove_duplicate=False) (float64)"),
+            ),
         ),
         Item(
-            name="linen_to_torch", points=3, probe="torch_logits", cases=torch_cases,
-            reference=logits_reference, judge=judge_logits("frameworks.not_torch_module"),
+            name="linen_to_torch", points=3, probe="torch_values", cases=torch_cases,
+            reference=logits_reference, judge=judge_torch_values,
+            promises=(
+                Promise("V and d read from the embedding's shape",
+                        "cases V < d, V = d, V > d (V from 3 to 300, d from 4 to 32)"),
+                Promise("holds the checkpoint: embed.weight = E, mixer.weight = kernel.T, mixer.bias = bias",
+                        "held values by name (not_loaded, embedding_transposed, kernel_not_transposed, "
+                        "wrong_param_shape)"),
+                Promise("computes the same logits", "logits against the float64 reference, when the model "
+                                                    "is tied and float32 (the .tied item judges those)"),
+            ),
         ),
         Item(
             name="torch_to_nnx.params", symbol="torch_to_nnx", points=2, probe="nnx_structure",
             cases=nnx_structure_cases, reference=lambda case: None, judge=judge_nnx_structure,
+            promises=(
+                Promise("torch_to_nnx(state_dict) takes a TorchTiedLM state_dict",
+                        "probe builds it from the case's arrays, with lm_head.weight as state_dict() gives it"),
+                Promise("returns an NNXTiedLM", "facts is_module, expected_class (not_nnx_module, wrong_class)"),
+                Promise("exactly three nnx.Params: embed/embedding, mixer/kernel, mixer/bias",
+                        "Param paths sent raw (nnx_paths, nnx_extra_param)"),
+                Promise("float32 arrays", "Param dtypes (float64)"),
+            ),
         ),
         Item(
-            name="torch_to_nnx", points=3, probe="nnx_logits", cases=nnx_cases,
-            reference=logits_reference, judge=judge_logits("frameworks.not_nnx_module"),
+            name="torch_to_nnx", points=3, probe="nnx_values", cases=nnx_cases,
+            reference=logits_reference, judge=judge_nnx_values,
+            promises=(
+                Promise("either with lm_head.weight (state_dict()) or without it (safetensors' save_model)",
+                        "cases with and without the alias (alias_key)"),
+                Promise("holding the same values: embedding (V, d), kernel (in, out), bias",
+                        "held values by path (nnx_unfilled_params, not_loaded, embedding_transposed, "
+                        "kernel_not_transposed, nnx_key_name)"),
+                Promise("computes the same logits", "logits against the float64 reference, when the three "
+                                                    "Params are right (the .params item judges them)"),
+            ),
         ),
     ),
 )

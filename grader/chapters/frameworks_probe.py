@@ -7,11 +7,13 @@ converter, and reports what the returned model holds and computes.
 
 
 def _np(value):
-    """A tensor or array as a NumPy array of the same dtype, detached from autograd."""
+    """A tensor or array as a NumPy array of the same dtype, detached from autograd
+    (a bfloat16 tensor, which NumPy cannot hold, as float64: its dtype travels apart)."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
+        value = value.detach().cpu()
+        return (value.double() if value.dtype == torch.bfloat16 else value).numpy()
     return np.asarray(value)
 
 
@@ -37,75 +39,92 @@ def _torch_to_nnx(ns, embedding, kernel, bias, alias):
     return lookup(ns, "torch_to_nnx")(state_dict)
 
 
-def _not_a(kind, model):
-    return {"is_module": False, "type": type(model).__name__} if not isinstance(model, kind) else None
+def _model_facts(ns, model, module_kind, class_name):
+    """Whether the result is a module at all, and of the class the notebook gives."""
+    return {"is_module": isinstance(model, module_kind), "type": type(model).__name__,
+            "expected_class": isinstance(model, lookup(ns, class_name))}
+
+
+def _run(model, ids):
+    """The model's logits on ``ids``, or the error its forward pass raised, as facts."""
+    try:
+        return {"logits": _np(model(ids)), "forward_error": ""}
+    except Exception as exc:  # a model that cannot run is a fact, judged in the grader
+        return {"logits": None, "forward_error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def _torch_facts(ns, model):
+    """What the returned torch model holds: every parameter by name (aliases included)."""
+    import torch
+
+    facts = _model_facts(ns, model, torch.nn.Module, "TorchTiedLM")
+    if not facts["is_module"]:
+        return facts
+    named = list(model.named_parameters(remove_duplicate=False))
+    return {**facts,
+            "params": {name: _np(p) for name, p in named},
+            "dtypes": {name: str(p.dtype) for name, p in named},
+            "state_keys": [str(k) for k in model.state_dict()]}
 
 
 def torch_structure(ns, embedding, kernel, bias, token_ids):
-    """How the returned torch model holds its matrix: identities, pointers, values, dtypes."""
+    """How the returned torch model holds its matrix: identities, pointers, names, dtypes."""
+    model = _linen_to_torch(ns, embedding, kernel, bias)
+    facts = _torch_facts(ns, model)
+    if facts["is_module"]:
+        e, w = model.embed.weight, model.lm_head.weight
+        facts.update(same_object=w is e, same_ptr=w.data_ptr() == e.data_ptr())
+    return facts
+
+
+def torch_values(ns, embedding, kernel, bias, token_ids):
+    """The values the returned torch model holds, whether it is tied, and its logits."""
     import torch
 
     model = _linen_to_torch(ns, embedding, kernel, bias)
-    other = _not_a(torch.nn.Module, model)
-    if other:
-        return other
-    e, w = model.embed.weight, model.lm_head.weight
-    return {
-        "is_module": True,
-        "type": type(model).__name__,
-        "same_object": w is e,
-        "same_ptr": w.data_ptr() == e.data_ptr(),
-        "embed": _np(e),
-        "head": _np(w),
-        "dtypes": {name: str(p.dtype) for name, p in model.named_parameters(remove_duplicate=False)},
-    }
+    facts = _torch_facts(ns, model)
+    if facts["is_module"]:
+        facts["tied"] = model.lm_head.weight is model.embed.weight
+        with torch.no_grad():
+            facts.update(_run(model, torch.as_tensor(np.asarray(token_ids), dtype=torch.long)))
+    return facts
 
 
-def torch_logits(ns, embedding, kernel, bias, token_ids):
-    """The returned torch model's logits on the grader's ids."""
-    import torch
-
-    model = _linen_to_torch(ns, embedding, kernel, bias)
-    other = _not_a(torch.nn.Module, model)
-    if other:
-        return other
-    with torch.no_grad():
-        logits = model(torch.as_tensor(np.asarray(token_ids), dtype=torch.long))
-    return {"is_module": True, "type": type(model).__name__, "logits": _np(logits),
-            "head_is_embed": model.lm_head.weight is model.embed.weight}
-
-
-def nnx_structure(ns, embedding, kernel, bias, token_ids, alias):
-    """Every ``nnx.Param`` of the returned module: path, dtype, values, and whether it is still abstract."""
+def _nnx_facts(ns, model):
+    """Every ``nnx.Param`` of the returned module: path, dtype, values, and which are still
+    abstract (left as ``nnx.eval_shape`` made them)."""
     import jax
     from flax import nnx
 
-    model = _torch_to_nnx(ns, embedding, kernel, bias, alias)
-    other = _not_a(nnx.Module, model)
-    if other:
-        return other
-    facts = {"is_module": True, "type": type(model).__name__, "paths": [], "dtypes": [], "values": [],
-             "abstract": []}
+    facts = _model_facts(ns, model, nnx.Module, "NNXTiedLM")
+    if not facts["is_module"]:
+        return facts
+    facts.update(paths=[], dtypes=[], values=[], abstract=[])
     for path, variable in nnx.to_flat_state(nnx.state(model, nnx.Param)):
         name = "/".join(str(p) for p in path)
         value = variable.get_value()
         facts["paths"].append(name)
-        if isinstance(value, jax.ShapeDtypeStruct):  # left as nnx.eval_shape made it
+        if isinstance(value, jax.ShapeDtypeStruct):
             facts["abstract"].append(name)
             value = np.zeros(value.shape, value.dtype)
-        facts["dtypes"].append(str(_np(value).dtype))
-        facts["values"].append(_np(value))
+        value = np.asarray(value)
+        facts["dtypes"].append(str(value.dtype))
+        facts["values"].append(value.astype(np.float64) if value.dtype.kind == "V" or str(value.dtype) == "bfloat16"
+                               else value)
     return facts
 
 
-def nnx_logits(ns, embedding, kernel, bias, token_ids, alias):
-    """The returned NNX module's logits on the grader's ids."""
+def nnx_structure(ns, embedding, kernel, bias, token_ids, alias):
+    """The returned NNX module's class and Params (paths, dtypes)."""
+    return _nnx_facts(ns, _torch_to_nnx(ns, embedding, kernel, bias, alias))
+
+
+def nnx_values(ns, embedding, kernel, bias, token_ids, alias):
+    """The values the returned NNX module holds, and its logits."""
     import jax.numpy as jnp
-    from flax import nnx
 
     model = _torch_to_nnx(ns, embedding, kernel, bias, alias)
-    other = _not_a(nnx.Module, model)
-    if other:
-        return other
-    return {"is_module": True, "type": type(model).__name__,
-            "logits": np.asarray(model(jnp.asarray(token_ids, jnp.int32)))}
+    facts = _nnx_facts(ns, model)
+    if facts["is_module"] and not facts["abstract"]:
+        facts.update(_run(model, jnp.asarray(token_ids, jnp.int32)))
+    return facts

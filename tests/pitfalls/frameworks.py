@@ -44,6 +44,22 @@ model = nnx.merge(graphdef, state)
 '''
 
 
+# A torch model of the student's own, equal to TorchTiedLM but not of that class.
+OWN_TORCH_CLASS = '''class Converted(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        V, d = embedding.shape
+        self.embed = torch.nn.Embedding(V, d)
+        self.mixer = torch.nn.Linear(d, d)
+        self.lm_head = torch.nn.Linear(d, V, bias=False)
+        self.lm_head.weight = self.embed.weight
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        return self.lm_head(x + torch.tanh(self.mixer(x)))
+
+'''
+
 TORCH_ITEMS = ("linen_to_torch.tied", "linen_to_torch")
 NNX_ITEMS = ("torch_to_nnx.params", "torch_to_nnx")
 
@@ -62,13 +78,13 @@ PITFALLS = [
         0: state_dict_load(extra=', "lm_head.weight": E', assign=True),
         1: nnx_fill(embedding='array("lm_head.weight")'),
     }, {"linen_to_torch.tied": "frameworks.torch_alias", "linen_to_torch": "pass",
-        **dict.fromkeys(NNX_ITEMS, "frameworks.alias_key")}),
+        "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.alias_key"}),
     Pitfall(CH, "replaced_parameter_and_tolist", {
         0: READ + "model.embed.weight = torch.nn.Parameter(torch.tensor(embedding))\n"
            + NO_GRAD + COPY_MIXER + "return model",
         1: nnx_fill().replace("jnp.asarray(state_dict[name].detach().cpu().numpy(), jnp.float32)",
                               "np.array(state_dict[name].tolist())"),
-    }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.torch_head_stale"),
+    }, {"linen_to_torch.tied": "frameworks.torch_head_stale", "linen_to_torch": "pass",
         "torch_to_nnx.params": "frameworks.float64", "torch_to_nnx": "pass"}),
     Pitfall(CH, "double_and_key_name", {
         0: RIGHT_TORCH.replace("TorchTiedLM(*embedding.shape)", "TorchTiedLM(*embedding.shape).double()")
@@ -79,18 +95,18 @@ PITFALLS = [
     Pitfall(CH, "mixed_float64", {
         0: READ + "model.embed.weight = torch.nn.Parameter(torch.tensor(embedding, dtype=torch.float64))\n"
            "model.lm_head.weight = model.embed.weight\n" + NO_GRAD + COPY_MIXER + "return model",
-    }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.float64"), **dict.fromkeys(NNX_ITEMS, "pass")}),
+    }, {"linen_to_torch.tied": "frameworks.float64", "linen_to_torch": "pass", **dict.fromkeys(NNX_ITEMS, "pass")}),
     Pitfall(CH, "transposed_embedding_and_unfilled", {
         0: READ + NO_GRAD + COPY_EMBED.replace("embedding)", "embedding.T)") + COPY_MIXER + "return model",
         1: nnx_fill().replace("nnx.replace_by_pure_dict(state, values)",
                               'nnx.replace_by_pure_dict(state, {"embed": values["embed"]})'),
     }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.shape_mismatch"),
-        **dict.fromkeys(NNX_ITEMS, "frameworks.nnx_unfilled")}),
+        "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.nnx_unfilled_params"}),
     Pitfall(CH, "key_name_and_transposed_embedding", {
         0: RIGHT_TORCH.replace('variables["params"]', 'variables') + "return model",
         1: nnx_fill(embedding='array("embed.weight").T').replace('["embed"]["embedding"].shape', '["embed"]["embedding"].T.shape'),
     }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.key_name"),
-        "torch_to_nnx.params": "frameworks.embedding_transposed", "torch_to_nnx": "frameworks.shape_mismatch"}),
+        "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.embedding_transposed"}),
     Pitfall(CH, "state_dict_names_and_returns_values", {
         0: state_dict_load(embedding_key="embedding.weight"),
         1: nnx_fill().replace("model = nnx.merge(graphdef, state)\nreturn model", "return values"),
@@ -111,8 +127,8 @@ PITFALLS = [
 
 return Converted(state_dict)
 ''',
-    }, {"linen_to_torch.tied": "frameworks.not_loaded", "linen_to_torch": "common.wrong_values",
-        "torch_to_nnx.params": "frameworks.nnx_paths", "torch_to_nnx": "pass"}),
+    }, {"linen_to_torch.tied": "pass", "linen_to_torch": "frameworks.not_loaded",  # one mistake, charged once
+        "torch_to_nnx.params": "frameworks.wrong_class", "torch_to_nnx": "pass"}),
     Pitfall(CH, "returns_state_dict_and_state_snapshot", {
         0: RIGHT_TORCH + "return model.state_dict()",
         1: nnx_fill().replace(
@@ -121,5 +137,21 @@ return Converted(state_dict)
             ", rngs=nnx.Rngs(0))))\nnnx.replace_by_pure_dict(state, values)\nmodel = nnx.merge(graphdef, state)",
             ", rngs=nnx.Rngs(0))\nnnx.replace_by_pure_dict(nnx.state(model), values)  # fills a snapshot"),
     }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.not_torch_module"),
-        "torch_to_nnx.params": "frameworks.not_loaded", "torch_to_nnx": "common.wrong_values"}),
+        "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.not_loaded"}),
+    # Each mistake costs the points of the one promise it breaks (issue 14).
+    Pitfall(CH, "mixer_not_loaded_and_float64_embedding", {
+        0: READ + NO_GRAD + COPY_EMBED + "return model",
+        1: nnx_fill(tail="model.embed.embedding = nnx.Param(np.asarray(model.embed.embedding[...], np.float64))\n"),
+    }, {"linen_to_torch.tied": "pass", "linen_to_torch": "frameworks.not_loaded",
+        "torch_to_nnx.params": "frameworks.float64", "torch_to_nnx": "pass"}),
+    Pitfall(CH, "own_torch_class_and_kernel_in_place", {
+        0: READ + OWN_TORCH_CLASS + "model = Converted()\n" + NO_GRAD + COPY_EMBED + COPY_MIXER + "return model",
+        1: nnx_fill(tail="model.mixer.kernel[...] = model.mixer.kernel[...].T\n"),
+    }, {"linen_to_torch.tied": "frameworks.wrong_class", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.kernel_not_transposed"}),
+    Pitfall(CH, "extra_registered_tensor_and_bias_not_loaded", {
+        0: RIGHT_TORCH + "model.register_buffer('scale', torch.ones(1))\nreturn model",
+        1: nnx_fill().replace('"bias": array("mixer.bias")', '"bias": jnp.zeros_like(array("mixer.bias"))'),
+    }, {"linen_to_torch.tied": "frameworks.torch_keys", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.not_loaded"}),
 ]
