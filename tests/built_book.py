@@ -1,22 +1,27 @@
 """The built HTML book, and a headless chromium to open its pages (no browser-automation package).
 
-``TIED_HTML`` points at another build (default: ``_build/html`` in the repository). The
-browser is Debian's chromium, driven over the DevTools protocol on a pipe
-(``--remote-debugging-pipe``: it reads commands on fd 3 and writes answers and events on
-fd 4, one JSON message per NUL-terminated record): no port, no websocket package, no
-browser download. A proxy that does not exist disables the network: http(s) requests fail,
-file:// pages load.
+``TIED_HTML`` points at another build (default: ``_build/html`` in the repository);
+``serve()`` serves it on 127.0.0.1. The browser is Debian's chromium, driven over the
+DevTools protocol on a pipe (``--remote-debugging-pipe``: it reads commands on fd 3 and
+writes answers and events on fd 4, one JSON message per NUL-terminated record): no port,
+no websocket package, no browser download. A proxy that does not exist disables the
+network: requests to any host but this machine fail; file:// and 127.0.0.1 pages load.
 """
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
+import functools
+import http.server
 import json
 import os
 import select
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -38,9 +43,11 @@ def pages() -> list[Path]:
 
 
 def toc_pages() -> list[Path]:
-    """The pages of the table of contents, in its order, from the _toc.yml of the build's repository."""
+    """The pages of the table of contents, in its order, from the _toc.yml of the build's
+    repository (this repository's for a build elsewhere, `--path-output`)."""
     pages()
-    toc = yaml.safe_load((HTML.parent.parent / "_toc.yml").read_text(encoding="utf-8"))
+    own = HTML.parent.parent / "_toc.yml"
+    toc = yaml.safe_load((own if own.is_file() else ROOT / "_toc.yml").read_text(encoding="utf-8"))
 
     def files(node):
         if isinstance(node, list):
@@ -76,6 +83,32 @@ def find_chromium() -> str:
     return shutil.which("chromium")
 
 
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A page closed while a file was on its way (the tab moved on): nothing to report.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+@contextlib.contextmanager
+def serve(root: Path = HTML):
+    """An HTTP server for ``root`` on 127.0.0.1 (a free port), in a thread; yields its base URL."""
+    handler = functools.partial(QuietHandler, directory=str(root))
+    with QuietServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/"
+        finally:
+            server.shutdown()
+            thread.join()
+
+
 class ProtocolError(RuntimeError):
     pass
 
@@ -104,7 +137,8 @@ class Chromium:
                  "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-extensions", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
-                 "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>", "about:blank"],
+                 "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=127.0.0.1;localhost;[::1]",
+                 "about:blank"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                 preexec_fn=child_fds, close_fds=False)
         for fd in theirs:
@@ -147,7 +181,7 @@ class Chromium:
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         self._events[session] = []
         tab = Tab(self, target, session)
-        for domain in ("Page", "Runtime", "Network", "DOM", "CSS"):
+        for domain in ("Page", "Runtime", "Network", "DOM", "CSS", "Log"):
             tab.call(f"{domain}.enable")
         tab.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
                  deviceScaleFactor=1, mobile=False)
@@ -184,10 +218,10 @@ class Tab:
             raise ProtocolError(f"{expression[:80]}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def open(self, path: Path, timeout: float | None = None) -> None:
-        """Load a local file and wait for its load event."""
+    def open(self, page: Path | str, timeout: float | None = None) -> None:
+        """Load a local file or a URL and wait for its load event."""
         self.events.clear()
-        self.call("Page.navigate", url=path.as_uri())
+        self.call("Page.navigate", url=page.as_uri() if isinstance(page, Path) else page)
         deadline = time.monotonic() + (timeout or self.browser.timeout)
         while not any(e["method"] == "Page.loadEventFired" for e in self.events):
             self.browser.receive(deadline)
@@ -199,24 +233,45 @@ class Tab:
             time.sleep(every)
         return value
 
+    def click(self, selector: str) -> None:
+        """A mouse click at the middle of the first visible element matching ``selector``, as
+        a reader's: whatever is drawn on top of it there gets the click."""
+        x, y = self.evaluate(f"""(() => {{
+          const e = [...document.querySelectorAll({json.dumps(selector)})].find(e => e.checkVisibility());
+          const box = e.getBoundingClientRect();
+          return [box.x + box.width / 2, box.y + box.height / 2];
+        }})()""")
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
+    def press(self, key: str, code: int) -> None:
+        """A key pressed and released (``key`` as DOM names it, ``code`` its Windows key code)."""
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", type=kind, key=key, code=key,
+                      windowsVirtualKeyCode=code)
+
     def fonts(self, selector: str) -> list[dict]:
         """The fonts chromium draws the text of the first element matching ``selector`` with."""
         root = self.call("DOM.getDocument")["root"]["nodeId"]
         node = self.call("DOM.querySelector", nodeId=root, selector=selector)["nodeId"]
         return self.call("CSS.getPlatformFontsForNode", nodeId=node)["fonts"] if node else []
 
-    def screenshot(self, path: Path, max_height: int = 8000) -> None:
-        """A PNG of the page, as wide as it is and at most ``max_height`` pixels tall."""
+    def screenshot(self, path: Path, max_height: int = 8000, whole: bool = True) -> None:
+        """A PNG of the page, as wide as it is and at most ``max_height`` pixels tall, or of
+        the screen only (``whole=False``)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not whole:
+            path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", 60, format="png", optimizeForSpeed=True)["data"]))
+            return
         width, height = self.evaluate("[document.documentElement.scrollWidth,"
                                       " document.documentElement.scrollHeight]")
         # A viewport as tall as the shot: capturing beyond the viewport shifts the page left.
         view = self.evaluate("[window.innerWidth, window.innerHeight]")
         self.call("Emulation.setDeviceMetricsOverride", width=width, height=min(height, max_height),
                   deviceScaleFactor=1, mobile=False)
-        shot = self.call("Page.captureScreenshot", 60, format="png")
+        shot = self.call("Page.captureScreenshot", 60, format="png", optimizeForSpeed=True)
         self.call("Emulation.setDeviceMetricsOverride", width=view[0], height=view[1],
                   deviceScaleFactor=1, mobile=False)
-        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
 
     def close(self) -> None:
