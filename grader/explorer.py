@@ -23,13 +23,19 @@ BOXES = {"vocab": ("vocabulary V", 1, 10**7), "d_model": ("width d", 1, 10**6),
          "rest": ("rest of the model", 0, 10**13)}
 ROWS = {"matrix": "one (V, d) matrix: what tying saves", "tied": "whole model, tied",
         "untied": "whole model, untied"}
-# Labels on the left may wrap (a phone's width); figures on the right may not.
-LABEL, FIGURE = "padding:2px 6px;text-align:left", "padding:2px 6px;text-align:right;white-space:nowrap"
+# Labels wrap on a phone; a figure wraps only between a count and its short form, since
+# every other space in the figures is a no-break space (_short).
+LABEL, FIGURE = "padding:2px 6px;text-align:left;min-width:8em", "padding:2px 6px;text-align:right"
 RULE = "border-bottom:1px solid color-mix(in srgb, currentColor 30%, transparent)"
 
 
+def _short(n: float, unit: str = "") -> str:
+    """``human()`` with a no-break space, so that ``38.6 M`` stays on one line."""
+    return human(n, unit).replace(" ", "\u00a0")
+
+
 def _params(n: int) -> str:
-    return f"{n:,} ({human(n)})"
+    return f"{n:,} ({_short(n)})"
 
 
 def figures(s: Saving) -> dict[str, str]:
@@ -37,7 +43,7 @@ def figures(s: Saving) -> dict[str, str]:
     shown = {}
     for row, n in zip(ROWS, (s.matrix, s.tied_total, s.untied_total)):
         shown[row] = _params(n)
-        shown |= {f"{row}_{dtype}": human(n * size, "B") for dtype, size in BYTES_PER_PARAM.items()}
+        shown |= {f"{row}_{dtype}": _short(n * size, "B") for dtype, size in BYTES_PER_PARAM.items()}
     shown["share_of_untied"] = f"{s.share_of_untied:.1%}"
     shown["share_of_tied"] = f"{s.share_of_tied:.1%}"
     if isinstance(s, Preset):
@@ -98,7 +104,7 @@ def explorer_html(start: str = "GPT-2 small") -> str:
         "</div>")
 
 
-# The browser's half: Saving's arithmetic and human()'s formatting, for the typed numbers.
+# The browser's half: Saving's arithmetic and human()'s formatting (_short), for typed numbers.
 EXPLORER_JS = """function (root) {
   const data = JSON.parse(root.querySelector("script[type='application/json']").textContent);
   const box = name => root.querySelector(`[data-box='${name}']`);
@@ -111,7 +117,8 @@ EXPLORER_JS = """function (root) {
     while (i < prefixes.length - 1 && Math.abs(n) >= 999.5 * 1000 ** i) i++;
     return `${g3(n / 1000 ** i)} ${prefixes[i]}${unit}`.trimEnd();
   };
-  const params = n => `${n.toLocaleString("en-US")} (${human(n)})`;
+  const short = (n, unit) => human(n, unit).replaceAll(" ", "\u00a0");
+  const params = n => `${n.toLocaleString("en-US")} (${short(n)})`;
   const percent = x => `${(100 * x).toFixed(1)}%`;
 
   const figures = (s, preset) => {
@@ -119,7 +126,7 @@ EXPLORER_JS = """function (root) {
     const shown = {};
     for (const [row, n] of [["matrix", matrix], ["tied", tied], ["untied", untied]]) {
       shown[row] = params(n);
-      for (const [dtype, size] of Object.entries(data.bytes)) shown[`${row}_${dtype}`] = human(n * size, "B");
+      for (const [dtype, size] of Object.entries(data.bytes)) shown[`${row}_${dtype}`] = short(n * size, "B");
     }
     shown.share_of_untied = percent(matrix / untied);
     shown.share_of_tied = percent(matrix / tied);
@@ -173,9 +180,9 @@ def presets_html() -> str:
         ("V", [f"{p.vocab:,}" for p in presets]),
         ("d", [f"{p.d_model:,}" for p in presets]),
         ("as published", ["tied" if p.tied else "untied" for p in presets]),
-        ("parameters", [human(p.total) for p in presets]),
-        ("saved: V × d", [human(p.matrix) for p in presets]),
-        *((f"saved, {dtype}", [human(p.saved_bytes(dtype), "B") for p in presets])
+        ("parameters", [_short(p.total) for p in presets]),
+        ("saved: V × d", [_short(p.matrix) for p in presets]),
+        *((f"saved, {dtype}", [_short(p.saved_bytes(dtype), "B") for p in presets])
           for dtype in BYTES_PER_PARAM),
         ("saved ÷ untied total", [f"{p.share_of_untied:.1%}" for p in presets]),
         ("V × d ÷ tied total", [f"{p.share_of_tied:.1%}" for p in presets]),
