@@ -256,14 +256,13 @@ def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
     h, embedding = _f64(facts["h"]), _f64(facts["embed"])
     if h.shape != (*ids.shape, embedding.shape[1]):
         return Finding("pytorch.logits_not_tied")
-    ref = h @ embedding.T
+    bias = _f64(facts["bias"])  # a head bias is TinyLM.tied's to judge: here, lm_head is what it is
+    ref = h @ embedding.T + (bias if bias.shape == (v,) else 0.0)
     atol = _scaled_atol(ref)
     finding = compare_arrays(logits, ref, RTOL, atol)
     if finding is None or finding.key != "common.wrong_values":
         return finding
-    bias, head = np.asarray(facts["bias"]), _f64(facts["head"])
-    if bias.size and close(logits, ref + bias, RTOL, atol):
-        return Finding("pytorch.head_bias")
+    head = _f64(facts["head"])
     if head.shape == embedding.shape and close(logits, h @ head.T, RTOL, atol):
         return Finding("pytorch.not_tied")
     if embedding.shape[0] == embedding.shape[1] and close(logits, h @ embedding, RTOL, atol):
@@ -275,6 +274,10 @@ def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
     shared, lookup, projection = (_f64(facts[k]) for k in ("shared", "lookup", "projection"))
     if not np.any(lookup):
         return Finding("pytorch.lookup_not_embed")
+    h, up = _f64(facts["h"]), _f64(case.args["upstream"])
+    v, d = lookup.shape
+    if h.shape == (*up.shape[:-1], d) and not np.any(projection) and np.any(up.reshape(-1, v).T @ h.reshape(-1, d)):
+        return Finding("pytorch.projection_detached")  # the head's input would send it a gradient
     total = lookup + projection
     atol = _scaled_atol(total)
     if close(shared, total, RTOL, atol):
@@ -454,8 +457,8 @@ CHAPTER = Chapter(
                         "cases with T = 1, T = 64 and d = 4 among seven shapes (index_out_of_range)"),
                 Promise("every block runs", "forward hooks count each block's calls (blocks_unused)"),
                 Promise("ln_f, then lm_head, and nothing after it",
-                        "hook on ln_f: logits equal ln_f's output @ embed.weight.T "
-                        "(ln_f_unused, head_bias, not_tied, transposed, logits_not_tied)"),
+                        "hook on ln_f: logits equal lm_head(ln_f's output), the head re-tied by the probe "
+                        "when the model is not (ln_f_unused, not_tied, transposed, logits_not_tied)"),
                 Promise("checks call model.eval() first", "probe calls model.eval()"),
             ),
         ),
@@ -465,8 +468,9 @@ CHAPTER = Chapter(
             errors=(TRANSPOSED_HEAD,),
             promises=(
                 Promise("the shared matrix's gradient is the sum of the lookup's and the projection's",
-                        "probe splits the paths on an untied twin; judge_grad compares the raw gradients "
-                        "(lookup_not_embed, grad_one_path, grad_not_sum)"),
+                        "probe re-ties an untied model, splits the paths on an untied twin; judge_grad "
+                        "compares the raw gradients (lookup_not_embed, projection_detached, grad_one_path, "
+                        "grad_not_sum)"),
             ),
         ),
         Item(

@@ -152,6 +152,19 @@ def _tinylm(ns, vocab_size, d_model, n_layers, seed):
     return model
 
 
+def _retied(model):
+    """The model with ``lm_head`` given the embedding's Parameter where the student's does
+    not hold it, so that forward and the gradient are judged on their own: the tie is
+    TinyLM.tied's to judge.  Only a (V, d) ``nn.Linear`` head is re-tied."""
+    import torch
+
+    head, embed = model.lm_head, model.embed
+    if (head.weight is not embed.weight and isinstance(head, torch.nn.Linear)
+            and (head.out_features, head.in_features) == tuple(embed.weight.shape)):
+        head.weight = embed.weight
+    return model
+
+
 def _kind(module):
     """A module's class and the sizes the exercise names, as plain values."""
     sizes = {name: getattr(module, name, None) for name in
@@ -196,11 +209,11 @@ def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
 
 @_single_threaded
 def tinylm_forward(ns, vocab_size, d_model, n_layers, seed, input_ids):
-    """The logits, the output of ``ln_f`` that fed them, how often each block ran,
-    and the matrices the logits may come from."""
+    """The logits of the (re-tied) model, the output of ``ln_f`` that fed them, how often
+    each block ran, and the matrices the logits may come from."""
     import torch
 
-    model = _tinylm(ns, vocab_size, d_model, n_layers, seed)
+    model = _retied(_tinylm(ns, vocab_size, d_model, n_layers, seed))
     blocks = list(model.blocks) if isinstance(model.blocks, (list, tuple, torch.nn.ModuleList)) else [model.blocks]
     seen, calls = [], [0] * len(blocks)
     hooks = [model.ln_f.register_forward_hook(lambda module, args, out: seen.append(out.detach().clone()))]
@@ -229,7 +242,7 @@ def tinylm_forward(ns, vocab_size, d_model, n_layers, seed, input_ids):
 
 @_single_threaded
 def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
-    """The matrix's gradient, and the same gradient split into its two paths.
+    """The matrix's gradient in the (re-tied) model, and the same gradient split into its two paths.
 
     The split comes from a twin of the model whose head gets a Parameter of its own,
     with the same values: the twin's embedding then receives only the lookup's part,
@@ -240,7 +253,7 @@ def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
     import torch
     from torch import nn
 
-    model = _tinylm(ns, vocab_size, d_model, n_layers, seed)
+    model = _retied(_tinylm(ns, vocab_size, d_model, n_layers, seed))
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     weights = torch.from_numpy(np.asarray(upstream, np.float32))
 
@@ -249,9 +262,14 @@ def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
         (m(ids).float() * weights).sum().backward()
 
     twin = copy.deepcopy(model)
-    backward(model)
-    twin.lm_head.weight = nn.Parameter(twin.embed.weight.detach().clone())
-    backward(twin)
+    seen = []  # what ln_f hands the head: the projection's part of the gradient is upstream.T @ it
+    hook = model.ln_f.register_forward_hook(lambda module, args, out: seen.append(out.detach().clone()))
+    try:
+        backward(model)
+    finally:
+        hook.remove()
+    twin.lm_head.weight = twin_head = nn.Parameter(twin.embed.weight.detach().clone())
+    backward(twin)  # read the Parameters the pass used: a forward may replace them as it runs
     zeros = np.zeros(tuple(model.embed.weight.shape), np.float32)
 
     def grad(p):
@@ -261,8 +279,9 @@ def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
     return {
         "shared": grad(model.embed.weight),
         "lookup": grad(twin.embed.weight),
-        "projection": grad(twin.lm_head.weight),
+        "projection": grad(twin_head),
         "separate_head_grad": head is not model.embed.weight and head.grad is not None,
+        "h": _np(seen[-1]) if seen else np.zeros((0,)),
     }
 
 
