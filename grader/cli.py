@@ -1,18 +1,26 @@
 """Command line: ``grader check``, ``grader grade`` and ``grader release``.
 
 Exit codes: 0 when every item passes, 1 when any fails, 2 for usage errors and
-files that cannot be graded (with a one-line message, never a traceback).
+files that cannot be graded (with a one-line message, never a traceback), 130
+after Ctrl-C (one line, a valid gradebook, no process left).
 """
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-from pathlib import Path
+from .stopping import Interrupted, catch_ctrl_c, requested
 
-from .i18n import LANGUAGES, detect_lang, render
+catch_ctrl_c()  # before the other imports: a Ctrl-C during them is a request to stop too
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+import argparse  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from .i18n import LANGUAGES, detect_lang, render, text  # noqa: E402
+from .registry import Finding  # noqa: E402
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def positive(kind):
@@ -39,6 +47,8 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument("--out", type=Path, help="also write the JSON report to this file")
     check.add_argument("--chapter", help="fail unless the notebook is of this chapter")
+    check.add_argument("--keep-log", type=Path, metavar="FILE",
+                       help="write the worker's log (pytest's report, errors outside the cells) to FILE")
     limits(check)
 
     grade = sub.add_parser("grade", help="grade files and folders in parallel into a gradebook")
@@ -53,7 +63,35 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def interrupted(message: str) -> int:
+    """Say so in one line, and exit 130 without waiting for a grading thread that
+    cannot be stopped (one importing a framework): every result is saved by now,
+    every process killed."""
+    print(message, file=sys.stderr)
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
+    return EXIT_INTERRUPTED
+
+
+def crashed(exc: Exception, lang: str) -> int:
+    """The grader's own failure, in one line: never a traceback."""
+    finding = Finding("common.grader_error", {"type": type(exc).__name__, "message": str(exc)[:200]})
+    print(render(finding, lang), file=sys.stderr)
+    return EXIT_USAGE
+
+
 def run_check(args) -> int:
+    try:
+        return check_notebook(args)
+    except Interrupted:
+        return interrupted(text("common.interrupted", args.lang))
+    except Exception as exc:
+        return crashed(exc, args.lang)
+
+
+def check_notebook(args) -> int:
     from . import disk_cache
     from .atomic import write_atomic
     from .report import as_dict, dumps, table
@@ -62,6 +100,8 @@ def run_check(args) -> int:
     with disk_cache.compiled_programs() as compiled:
         limits = Limits(args.timeout, int(args.memory * 2**30), jax_cache=compiled)
         result = grade(args.notebook, limits, args.chapter)
+    if args.keep_log:
+        write_atomic(args.keep_log, result.log)
     if result.bad is not None:
         print(render(result.bad, args.lang), file=sys.stderr)
         return EXIT_USAGE
@@ -78,9 +118,10 @@ def run_grade(args) -> int:
 
     try:
         book = grade_all(args.paths, args.out, args.jobs, Limits(args.timeout, int(args.memory * 2**30)), args.lang)
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: {args.out / 'gradebook.csv'} holds the submissions finished so far", file=sys.stderr)
-        return 130
+    except Interrupted:
+        return interrupted(text("common.interrupted_batch", args.lang, path=args.out / "gradebook.csv"))
+    except Exception as exc:
+        return crashed(exc, args.lang)
     print(f"{book.csv_path}\n{book.json_path}")
     ok = all("error" not in e and e["passed"] for e in book.entries.values())
     return EXIT_OK if ok else EXIT_FAIL
@@ -106,4 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if getattr(args, "lang", None) is None:
         args.lang = detect_lang()
+    if args.command == "release":  # quick, and writes no gradebook: Ctrl-C stops it as usual
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if requested():
+            return EXIT_INTERRUPTED
+    # check and grade stop at their first safe point after a Ctrl-C, even one pressed
+    # during the imports: grade writes its (empty) gradebook first.
     return {"check": run_check, "grade": run_grade, "release": run_release}[args.command](args)

@@ -1,7 +1,10 @@
 """``grader grade``: many submissions in parallel, into one gradebook.
 
-The gradebook (CSV and JSON) is rewritten atomically after every submission, so an
-interrupted run leaves a valid one; a rerun skips files whose content is unchanged.
+The gradebook (CSV and JSON) is written first, then rewritten atomically after every
+submission, so an interrupted run leaves a valid one; a rerun skips files whose
+content is unchanged.  A submission the grader crashes on gets a one-line row and
+the batch goes on.  For a submission whose checks did not all run (a timeout, a
+crash), the worker's log is kept in ``<out>/logs/``.
 """
 from __future__ import annotations
 
@@ -17,25 +20,39 @@ from pathlib import Path
 
 from . import disk_cache, runner
 from .atomic import write_atomic
+from .judge import NOT_REACHED, OOM, TIMEOUT
+from .registry import Finding
 from .report import as_dict, dumps
+from .stopping import Interrupted, requested
 from .submission import BadSubmission, read_bytes
 
 FIELDS = ("student", "chapter", "item", "points", "max_points", "verdict", "message", "path")
+GRADER_ERROR = "common.grader_error"
+UNFINISHED = (TIMEOUT, OOM, NOT_REACHED)  # verdicts of items whose checks did not run
+STOP_WAIT = 1.0  # seconds the running gradings get to clean up after Ctrl-C (their workers are killed at once)
 
 
 def find_notebooks(paths: list[Path]) -> list[tuple[str, Path]]:
-    """(student, notebook) pairs: a folder's name is its student; a file's, its parent's."""
+    """(student, notebook) pairs: a folder's name is its student; a file's, its parent's.
+
+    Folders are walked without following symbolic links and without opening
+    anything: every entry named like a notebook is listed whatever it is (a FIFO, a
+    link), and grading gives one that is not a regular file a bad file's row.  A
+    link to a folder is listed too, so that the student it stands for gets a row.
+    """
     found = []
     for path in paths:
-        if path.is_dir():
-            for nb in sorted(path.rglob("*.ipynb")):
-                if ".ipynb_checkpoints" in nb.parts:
-                    continue
-                rel = nb.relative_to(path).parts
-                found.append((rel[0] if len(rel) > 1 else path.name, nb))
-        else:
+        if not path.is_dir():
             found.append((path.parent.name or ".", path))
-    return found
+            continue
+        for folder, dirs, files in os.walk(path):
+            here = Path(folder)
+            links = {d for d in dirs if (here / d).is_symlink()}
+            dirs[:] = sorted(d for d in dirs if d not in links and d != ".ipynb_checkpoints")
+            student = here.relative_to(path).parts[:1]  # () in the class folder itself
+            found += [(student[0] if student else path.name, here / f) for f in files if f.endswith(".ipynb")]
+            found += [(student[0] if student else d, here / d) for d in links]
+    return sorted(found, key=lambda pair: pair[1])
 
 
 class Gradebook:
@@ -59,20 +76,31 @@ class Gradebook:
             return False
 
     def add(self, student: str, result) -> None:
-        record = as_dict(result, self.lang)
+        try:
+            record = as_dict(result, self.lang)
+        except Exception as exc:  # a message that cannot be shown is the grader's fault too
+            result = grader_error(result.path, exc)
+            record = as_dict(result, self.lang)
         if result.bad is not None:  # a bad file is still graded: it gets its row
-            try:
-                record["sha256"] = hashlib.sha256(read_bytes(result.path)).hexdigest()
+            try:  # (a grader error is not: a rerun grades it again)
+                record["sha256"] = "" if result.bad.key == GRADER_ERROR else hashlib.sha256(read_bytes(result.path)).hexdigest()
             except BadSubmission:
                 record["sha256"] = ""
         self.entries[str(result.path)] = {"student": student, **record}
         self.save()
+        if result.log and any(v.status in UNFINISHED for v in result.verdicts):
+            write_atomic(self.log_path(student, result.path), result.log)
+
+    def log_path(self, student: str, path: Path) -> Path:
+        """Where the worker's log of a submission whose checks did not all run is kept."""
+        return self.out / "logs" / f"{student}.{path.stem}.log"
 
     def rows(self):
         for path, e in sorted(self.entries.items()):
             if "error" in e:
+                verdict = "grader_error" if e["error"] == GRADER_ERROR else "bad_file"
                 yield dict(student=e["student"], chapter="", item="", points=0, max_points=0,
-                           verdict="bad_file", message=e["message"], path=path)
+                           verdict=verdict, message=e["message"], path=path)
                 continue
             for it in e["items"]:
                 yield dict(student=e["student"], chapter=e["chapter"], item=it["item"], points=it["points"],
@@ -101,8 +129,8 @@ def progress(done: int, total: int, label: str) -> None:
 
 def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, lang: str) -> Gradebook:
     book = Gradebook(out, lang)
+    book.save()  # first: even a run stopped at once leaves a valid gradebook
     todo = [(s, p) for s, p in find_notebooks(paths) if not book.is_current(p)]
-    book.save()
     with disk_cache.compiled_programs() as compiled:
         # Share the cores among the kernels that run at once, and compiled programs
         # among all the kernels of this batch (and of earlier ones).
@@ -111,20 +139,39 @@ def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, la
     return book
 
 
+def grader_error(path: Path, exc: BaseException) -> runner.Result:
+    """The row of a submission the grader itself failed on."""
+    return runner.Result(path, bad=Finding(GRADER_ERROR, {"type": type(exc).__name__, "message": str(exc)[:200]}))
+
+
 def run_pool(book: Gradebook, todo: list[tuple[str, Path]], jobs: int, limits: runner.Limits) -> None:
+    """Grade ``todo``, ``jobs`` at a time, saving each result as it comes.
+
+    After Ctrl-C (``stopping.requested()``) no grading starts, every worker is
+    killed with its kernel, and ``Interrupted`` is raised; a grading thread still busy (importing a
+    framework) is not waited for.
+    """
     done = 0
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        pending = {pool.submit(runner.grade, p, limits): (s, p) for s, p in todo}
-        try:
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    student, path = pending.pop(future)
-                    book.add(student, future.result())
-                    done += 1
-                    progress(done, len(todo), str(path))
-        except KeyboardInterrupt:
-            for future in pending:
-                future.cancel()
-            runner.stop_all()
-            raise
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    pending = {pool.submit(runner.grade, p, limits): (s, p) for s, p in todo}
+    try:
+        while pending:
+            if requested():
+                raise Interrupted
+            finished, _ = wait(pending, timeout=runner.POLL, return_when=FIRST_COMPLETED)
+            for future in finished:
+                student, path = pending.pop(future)
+                try:
+                    result = future.result()
+                except Interrupted:
+                    raise
+                except Exception as exc:  # a crash in grading one submission: the batch goes on
+                    result = grader_error(path, exc)
+                book.add(student, result)
+                done += 1
+                progress(done, len(todo), str(path))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        if requested():
+            runner.stop_workers()
+            wait(pending, timeout=STOP_WAIT)

@@ -1,8 +1,11 @@
 """Reading a submission: every way a file can be unusable becomes one message key."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,15 +32,49 @@ class Submission:
         return hashlib.sha256(self.data).hexdigest()
 
 
-def read_bytes(path: Path) -> bytes:
-    if not path.exists():
-        raise BadSubmission("bad.missing", path=str(path))
-    if path.is_dir():
-        raise BadSubmission("bad.directory", path=str(path))
+MAX_BYTES = 16 * 2**20  # a solved exercise notebook is about 40 KB
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes.
+
+    The file is opened without following a symbolic link (one could point at
+    /dev/zero, at a FIFO or at someone else's file) and without blocking (opening a
+    FIFO for reading waits for a writer).  The size is checked before reading, and at
+    most ``limit + 1`` bytes are read, in case the file grows meanwhile.
+    """
+    name = str(path)
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise BadSubmission("bad.missing", path=name)
     except OSError as exc:
-        raise BadSubmission("bad.unreadable", path=str(path), reason=exc.strerror or str(exc))
+        if exc.errno == errno.ELOOP:
+            raise BadSubmission("bad.symlink", path=name)
+        raise BadSubmission("bad.unreadable", path=name, reason=exc.strerror or str(exc))
+    too_large = BadSubmission("bad.too_large", path=name, mib=f"{limit / 2**20:g}")
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise BadSubmission("bad.directory", path=name)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadSubmission("bad.special_file", path=name)
+        if info.st_size > limit:
+            raise too_large
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise BadSubmission("bad.unreadable", path=name, reason=exc.strerror or str(exc))
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise too_large
+    return data
+
+
+def read_bytes(path: Path) -> bytes:
+    """A submission's bytes: a regular file of at most ``MAX_BYTES``, else BadSubmission."""
+    return read_regular(path, MAX_BYTES)
 
 
 def parse(path: Path, data: bytes, expected_chapter: str | None = None) -> Submission:
@@ -52,7 +89,7 @@ def parse(path: Path, data: bytes, expected_chapter: str | None = None) -> Submi
     try:
         nb = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise BadSubmission("bad.json", path=name, line=getattr(exc, "lineno", "?"))
+        raise BadSubmission("bad.json", path=name, json_line=getattr(exc, "lineno", "?"))  # not "line": that names a student's line of code
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise BadSubmission("bad.not_notebook", path=name)
     if nb.get("nbformat") != 4:

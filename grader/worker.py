@@ -1,17 +1,24 @@
 """One submission in one process: nbval runs the notebook, then the probes run in
-the same kernel.  Started by ``grader.runner`` as ``python -m grader.worker JOB``,
-in its own process group so that a timeout can stop all of it.
+the same kernel.  Started by ``grader.runner`` as ``python -m grader.worker JOB
+DEADLINE``, in its own process group so that a timeout can stop all of it.
 
 The job file names the notebook copy, the probe spec and where to write the
 summary of the cells.  Facts are appended by the kernel to the spec's output file
-item by item, so that what was reached before a timeout is not lost.
+item by item, so that what was reached before a timeout is not lost.  At DEADLINE
+(a value of ``time.monotonic()``) the kernel is interrupted, as nbval does on its
+own timeouts, so that the traceback shows the line where the code was stuck; then
+nothing more runs.  pytest's report goes to stdout, which the runner keeps as the
+worker's log.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from queue import Empty
@@ -20,23 +27,31 @@ import pytest
 
 from . import expected_outputs
 from .probe_kernel import probe_source
+from .probe_runtime import shorten
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 ARROW_LINE = re.compile(r"^\s*-*>\s*\d+\s(.*)$")
-MAX_TEXT = 300
+FRAME_HEAD = re.compile(r"^\s*(Cell In\[\d+\]|File \S.*:\d+)")  # IPython 8's frame headers
 
 
 def cell_error(inner_traceback: str) -> dict:
-    """Exception type, message and the failing source line from an IPython traceback."""
+    """Exception type, message and the student's line from an IPython traceback: the
+    arrow line of the innermost frame headed ``Cell In[n]`` (a notebook cell), never a
+    library's line."""
     lines = [ANSI.sub("", line) for line in (inner_traceback or "").splitlines()]
     lines = [line for line in lines if line.strip()]
     last = lines[-1] if lines else ""
     etype, _, message = last.partition(":")
-    failing = [m.group(1).strip() for m in map(ARROW_LINE.match, lines) if m]
+    failing, in_cell = [], False
+    for line in lines:
+        if FRAME_HEAD.match(line):
+            in_cell = line.lstrip().startswith("Cell In")
+        elif in_cell and (m := ARROW_LINE.match(line)):
+            failing.append(m.group(1).strip())
     return {
         "type": etype.strip()[:80] or "Error",
-        "message": message.strip()[:MAX_TEXT],
-        "line": failing[-1][:MAX_TEXT] if failing else "",
+        "message": shorten(message.strip()),
+        "line": shorten(failing[-1]) if failing else "",
     }
 
 
@@ -69,14 +84,79 @@ def watch_kernel(kernel) -> None:
     kernel._tied_watched = True
 
 
+def execute_reply(kernel, msg_id: str) -> dict:
+    """The content of the kernel's reply to ``msg_id`` (its "status", and on an error
+    its "traceback").  nbval's ``await_reply`` returns nothing, so it is read here
+    from the shell channel, checking every second that the kernel is alive."""
+    while True:
+        try:
+            msg = kernel.get_message(stream="shell", timeout=1)
+        except Empty:
+            if not kernel.is_alive():
+                raise KernelDied("the kernel stopped")
+            continue
+        if msg["parent_header"].get("msg_id") == msg_id:
+            return msg["content"]
+
+
+def interrupt(kernel) -> None:
+    """Ctrl-C in the kernel, as Jupyter's interrupt button sends it."""
+    try:
+        os.kill(kernel.km.provisioner.process.pid, signal.SIGINT)
+    except (AttributeError, OSError):  # no kernel process (not started, or gone)
+        pass
+
+
+WORKER_GRACE = 2.0  # seconds an interrupted kernel has to answer before the summary is written anyway
+
+
 class ProbeHook:
     """pytest plugin: records each cell's outcome and runs the probes after the last."""
 
-    def __init__(self, spec_path: str, chapter_probe_module: str):
+    def __init__(self, spec_path: str, chapter_probe_module: str, summary_path: str, deadline: float = math.inf):
         self.spec_path = spec_path
         self.source = probe_source(chapter_probe_module)
+        self.summary_path = summary_path
+        self.deadline = deadline
         self.cells: list[dict] = []
         self.probe_status = "not_run"
+        self.lock = threading.Lock()  # between pytest's thread and the deadline's
+        self.session = None
+        self.kernel = None
+        self.running: int | str = "start"  # the cell being run, or "start", or "checks"
+        self.timeout: dict | None = None  # where the deadline found the code
+        self.finished = threading.Event()
+        self.notes: list[str] = []  # for the log, after pytest's report (it captures output meanwhile)
+
+    def pytest_sessionstart(self, session):
+        self.session = session
+
+    def watch_deadline(self) -> None:
+        """At the deadline, interrupt the kernel and stop: no cell or check runs after it."""
+        if self.finished.wait(max(self.deadline - time.monotonic(), 0)):
+            return
+        with self.lock:
+            where = self.running
+            self.timeout = {"where": "cell", "cell": where} if isinstance(where, int) else {"where": where}
+            if self.session is not None:
+                self.session.shouldstop = "the notebook timed out"
+            kernel = self.kernel
+        if kernel is not None:
+            interrupt(kernel)
+        if not self.finished.wait(WORKER_GRACE):  # the kernel ignores Ctrl-C: say what is known
+            self.write_summary()
+
+    def write_summary(self, extra_cells: list[dict] = ()) -> None:
+        with self.lock:
+            summary = {"cells": self.cells + list(extra_cells), "probes": self.probe_status}
+            if self.timeout is not None:
+                summary["timeout"] = {"line": "", **self.timeout}
+                if self.timeout.get("where") == "cell":  # the interrupted cell's traceback names the line
+                    errors = [c["error"] for c in self.cells if c["cell"] == self.timeout["cell"] and "error" in c]
+                    summary["timeout"]["line"] = errors[0]["line"] if errors else ""
+            tmp = Path(self.summary_path + ".tmp")
+            tmp.write_text(json.dumps(summary), encoding="utf-8")
+            tmp.replace(self.summary_path)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -94,11 +174,15 @@ class ProbeHook:
             elif hasattr(exc, "inner_traceback") and exc.inner_traceback:
                 record["error"] = cell_error(exc.inner_traceback)
             else:
-                record["error"] = {"type": type(exc).__name__, "message": str(exc)[:MAX_TEXT], "line": ""}
+                record["error"] = {"type": type(exc).__name__, "message": shorten(str(exc)), "line": ""}
         self.cells.append(record)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
+        with self.lock:
+            if self.timeout is not None:  # the deadline came while the kernel started
+                pytest.skip("the notebook timed out")
+            self.kernel, self.running = item.parent.kernel, getattr(item, "cell_num", -1)
         watch_kernel(item.parent.kernel)
         expected_outputs.skip_stderr(item.parent)
 
@@ -108,6 +192,10 @@ class ProbeHook:
             self.run_probes(item.parent.kernel)
 
     def run_probes(self, kernel) -> None:
+        with self.lock:
+            if self.timeout is not None:
+                return
+            self.running = "checks"
         if not kernel.is_alive():
             self.probe_status = "kernel_dead"
             return
@@ -118,23 +206,32 @@ class ProbeHook:
             "    ns['run_spec_file'](spec, ns, globals())\n"
             f"_tied_probe({self.spec_path!r}); del _tied_probe\n"
         )
-        watch_kernel(kernel)
         msg_id = kernel.execute_cell_input(code, allow_stdin=False)
         try:
-            reply = kernel.await_reply(msg_id, timeout=None)
+            reply = execute_reply(kernel, msg_id)
         except KernelDied:
             self.probe_status = "kernel_dead"
             return
-        self.probe_status = "done" if reply["content"]["status"] == "ok" else "error"
+        if reply.get("status") == "ok":
+            self.probe_status = "done"
+            return
+        traceback = ANSI.sub("", "\n".join(reply.get("traceback") or []))
+        self.notes.append(f"The checks stopped:\n{traceback}")
+        with self.lock:
+            if self.timeout is not None:  # interrupted at the deadline, in the student's code
+                self.probe_status = "timeout"
+                self.timeout["line"] = cell_error(traceback)["line"]
+            else:
+                self.probe_status = "error"
 
 
-def main(job_path: str) -> int:
+def main(job_path: str, deadline: float = math.inf) -> int:
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     os.environ["TIED_GRADING"] = "1"  # the notebook's own check() cell stands aside
     # Only nbval is needed: loading every installed pytest plugin costs about half a
     # second per notebook.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    hook = ProbeHook(job["spec"], job["probe_module"])
+    hook = ProbeHook(job["spec"], job["probe_module"], job["summary"], deadline)
     notebook = Path(job["notebook"])
     missing = expected_outputs.missing_records(notebook)  # read before the kernel can write there
     args = [
@@ -142,19 +239,15 @@ def main(job_path: str) -> int:
         "--rootdir", str(notebook.parent), "-c", job["ini"], "--color=no",
         "--nbval-kernel-startup-timeout", "60", "--nbval-sanitize-with", str(expected_outputs.SANITIZERS),
     ]
-    with open(os.devnull, "w") as devnull:
-        stdout = sys.stdout
-        sys.stdout = devnull  # pytest's own report is not ours to show
-        try:
-            pytest.main(args, plugins=[hook])
-        finally:
-            sys.stdout = stdout
-    summary = {"cells": hook.cells + missing, "probes": hook.probe_status}
-    tmp = Path(job["summary"] + ".tmp")
-    tmp.write_text(json.dumps(summary), encoding="utf-8")
-    tmp.replace(job["summary"])
+    threading.Thread(target=hook.watch_deadline, daemon=True).start()
+    try:
+        pytest.main(args, plugins=[hook])
+    finally:
+        hook.finished.set()
+        hook.write_summary(missing)
+        print(*hook.notes, sep="\n")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], *map(float, sys.argv[2:3])))
