@@ -131,4 +131,45 @@ def call(namespace, fn, args):
     return lookup(namespace, fn)(*args)
 
 
+def code_facts(namespace, name, skip=(), limit=12):
+    """The source of the student's function ``name`` and of the notebook's functions it
+    uses (not those in ``skip``), each with what its global names are bound to, raw:
+    ``{function: {"source": text or None, "globals": {name: {"type", "module", "name"}}}}``.
+    The grader parses them (``grader/source_checks.py``)."""
+    import inspect
+    import types
+
+    def code_names(code):
+        names = set(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                names |= code_names(const)
+        return names
+
+    def describe(value):
+        try:  # a student's object may answer getattr with anything, or raise
+            return {"type": type(value).__name__,
+                    "module": str(getattr(value, "__module__", None) or getattr(value, "__name__", "")),
+                    "name": str(getattr(value, "__name__", ""))}
+        except Exception:
+            return {"type": type(value).__name__, "module": "", "name": ""}
+
+    root = namespace.get(name)
+    found, todo = {}, [name]
+    while todo and len(found) < limit:
+        key = todo.pop(0)
+        fn = namespace.get(key)
+        if not isinstance(fn, types.FunctionType) or key in found:
+            continue
+        try:
+            source = inspect.getsource(fn)
+        except (OSError, TypeError):
+            source = None
+        bound = {g: fn.__globals__[g] for g in sorted(code_names(fn.__code__)) if g in fn.__globals__}
+        found[key] = {"source": source, "globals": {g: describe(v) for g, v in bound.items()}}
+        todo += [g for g, v in bound.items() if g not in skip and isinstance(v, types.FunctionType)
+                 and v.__globals__ is root.__globals__]
+    return found
+
+
 PROBES = {"call": call}
