@@ -6,14 +6,18 @@ The references come from PyTorch in float64 (``cross_entropy``, ``layer_norm``,
 asks for.  (PyTorch rather than JAX: eager JAX compiles every operation for every new
 shape, which made these references ten times slower.)  The symptoms re-create known
 mistakes in NumPy.
+
+Every item's fact carries the source of the student's function, raw: the exercise asks
+for plain NumPy, and ``grader.source_checks`` finds a framework in it, with its line.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import source_checks
 from ..cases import hidden_rng
 from ..judge import close, compare_arrays, describe_shape, matches_reference
-from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Symptom
+from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 INIT_STD = 0.02
 LN_EPS = 1e-5
@@ -32,26 +36,37 @@ def _torch():
 
 # ---------------------------------------------------------------- cross_entropy_from_logits
 
-CE_PUBLIC = dict(logits=[[2.0, 1.0, 0.1], [0.5, 2.5, -1.0]], targets=[0, 2])
+CE_LOGITS = np.array([[2.0, 1.0, 0.1], [0.5, 2.5, -1.0]])
+CE_TARGETS = np.array([0, 2])
+
+
+def _tv(logits) -> dict:
+    t, v = np.shape(logits)
+    return {"shape": f"T={t}, V={v}"}
 
 
 def ce_cases() -> list[Case]:
+    """The notebook's four calls (its targets [0, 1, 4] a list, as it passes them), then
+    hidden cases to the edges: one position, one token in the vocabulary, int32
+    targets, and logits of magnitude 1e4 every way."""
+    def case(label, logits, targets, public=False):
+        return Case(label, {"fn": "cross_entropy_from_logits", "args": [logits, targets]}, public, _tv(logits))
+
+    found = [case("case.worked_example", logits, targets, True) for logits, targets in (
+        (np.zeros((3, 5)), [0, 1, 4]), (CE_LOGITS + 1e4, CE_TARGETS), (CE_LOGITS, CE_TARGETS),
+        (1e4 * CE_LOGITS, CE_TARGETS))]
     rng = hidden_rng("04_gpt_head/cross_entropy_from_logits")
-    found = [Case("worked example (T=2, V=3)", {"fn": "cross_entropy_from_logits", "args": [
-        np.asarray(CE_PUBLIC["logits"]), np.asarray(CE_PUBLIC["targets"])]}, True)]
-
-    def add(label, logits, targets):
-        found.append(Case(label, {"fn": "cross_entropy_from_logits",
-                                  "args": [np.asarray(logits, np.float64), np.asarray(targets, np.int64)]}))
-
-    add("hidden (T=1, V=5)", rng.normal(0, 1, (1, 5)), rng.integers(0, 5, 1))
-    add("hidden (T=8, V=64)", rng.normal(0, 2, (8, 64)), rng.integers(0, 64, 8))
-    # Every logit near +1e4: exp overflows unless the row maximum is subtracted.
-    add("hidden, logits near +1e4 (T=6, V=10)", 1e4 + rng.normal(0, 1, (6, 10)), rng.integers(0, 10, 6))
-    # Every logit near -1e4: exp underflows to zero unless shifted.
-    add("hidden, logits near -1e4 (T=5, V=7)", -1e4 + rng.normal(0, 1, (5, 7)), rng.integers(0, 7, 5))
-    # Spread of 1e4: the target's probability is far below the smallest float.
-    add("hidden, logits of magnitude 1e4 (T=12, V=32)", rng.normal(0, 1e4, (12, 32)), rng.integers(0, 32, 12))
+    found += [
+        case("case.hidden", rng.normal(0, 1, (1, 5)), rng.integers(0, 5, 1)),
+        case("case.hidden", rng.normal(0, 1, (4, 1)), np.zeros(4, np.int64)),
+        case("case.hidden", rng.normal(0, 2, (8, 64)), rng.integers(0, 64, 8).astype(np.int32)),
+        # Every logit near +1e4: exp overflows unless the row maximum is subtracted.
+        case("gpt_head.case_logits_high", 1e4 + rng.normal(0, 1, (6, 10)), rng.integers(0, 10, 6)),
+        # Every logit near -1e4: exp underflows to zero unless shifted.
+        case("gpt_head.case_logits_low", -1e4 + rng.normal(0, 1, (5, 7)), rng.integers(0, 7, 5)),
+        # Spread of 1e4: the target's probability is far below the smallest float.
+        case("gpt_head.case_logits_spread", rng.normal(0, 1e4, (12, 32)), rng.integers(0, 32, 12)),
+    ]
     return found
 
 
@@ -59,7 +74,7 @@ def reference_ce(case: Case) -> np.ndarray:
     torch = _torch()
     logits, targets = case.args["args"]
     return np.asarray(torch.nn.functional.cross_entropy(
-        torch.tensor(logits, dtype=torch.float64), torch.tensor(targets, dtype=torch.long)).item())
+        torch.tensor(np.asarray(logits), dtype=torch.float64), torch.tensor(np.asarray(targets), dtype=torch.long)).item())
 
 
 def _same(value, wrong) -> bool:
@@ -124,13 +139,13 @@ FWD_PUBLIC_TOKENS = [0, 3, 3, 5]
 def forward_cases() -> list[Case]:
     rng = np.random.default_rng(0)
     public_e = rng.normal(0.0, INIT_STD, (6, 4))
-    found = [Case("worked example (T=4, V=6, d=4, E ~ N(0, 0.02²))",
-                  {"fn": "tied_head_forward", "args": [np.asarray(FWD_PUBLIC_TOKENS), public_e]}, True)]
+    found = [Case("case.worked_example", {"fn": "tied_head_forward", "args": [np.asarray(FWD_PUBLIC_TOKENS), public_e]},
+                  True, {"shape": "T=4, V=6, d=4"})]
     rng = hidden_rng("04_gpt_head/tied_head_forward")
-    for t, v, d in ((1, 7, 5), (9, 16, 16), (12, 50, 8), MINI_GPT):
+    for t, v, d in ((1, 7, 5), (9, 16, 16), (12, 50, 8), (5, 3, 8), MINI_GPT, (64, 64, 64)):
         std = INIT_STD if v == 50 else None
-        found.append(Case(f"hidden (T={t}, V={v}, d={d})",
-                          {"fn": "tied_head_forward", "args": [_tokens(rng, t, v), _matrix(rng, v, d, std)]}))
+        found.append(Case("case.hidden", {"fn": "tied_head_forward", "args": [_tokens(rng, t, v), _matrix(rng, v, d, std)]},
+                          shown={"shape": f"T={t}, V={v}, d={d}"}))
     return found
 
 
@@ -179,11 +194,6 @@ def _fwd_layernorm_variant(case: Case, value) -> bool:
         return any(close(value, y @ e.T, 1e-4, 1e-7) for y in _ln_variants(e[tokens]))
 
 
-def _fwd_untransposed(case: Case, value) -> bool:
-    tokens, e = case.args["args"]
-    return e.shape[0] == e.shape[1] and close(value, _ln(e[tokens]) @ e, 1e-4, 1e-7)
-
-
 # ---------------------------------------------------------------- tied_embedding_grad
 
 GRAD_PUBLIC = dict(tokens=[1, 0, 1], targets=[0, 2, 3], vocab=5, d=3)
@@ -192,12 +202,13 @@ GRAD_PUBLIC = dict(tokens=[1, 0, 1], targets=[0, 2, 3], vocab=5, d=3)
 def grad_cases() -> list[Case]:
     rng = np.random.default_rng(1)
     e = rng.normal(0.0, 1.0, (GRAD_PUBLIC["vocab"], GRAD_PUBLIC["d"]))
-    found = [Case("worked example (T=3, V=5, d=3, token 1 twice)", {"fn": "tied_embedding_grad", "args": [
-        np.asarray(GRAD_PUBLIC["tokens"]), np.asarray(GRAD_PUBLIC["targets"]), e]}, True)]
+    found = [Case("case.worked_example", {"fn": "tied_embedding_grad", "args": [
+        np.asarray(GRAD_PUBLIC["tokens"]), np.asarray(GRAD_PUBLIC["targets"]), e]}, True, {"shape": "T=3, V=5, d=3"})]
     rng = hidden_rng("04_gpt_head/tied_embedding_grad")
-    for t, v, d in ((1, 6, 4), (10, 12, 12), (20, 9, 5), (6, 40, 8), MINI_GPT):
+    for t, v, d in ((1, 6, 4), (10, 12, 12), (20, 9, 5), (6, 40, 8), (7, 3, 8), MINI_GPT):
         args = [_tokens(rng, t, v), rng.integers(0, v, t).astype(np.int64), _matrix(rng, v, d)]
-        found.append(Case(f"hidden (T={t}, V={v}, d={d})", {"fn": "tied_embedding_grad", "args": args}))
+        found.append(Case("case.hidden", {"fn": "tied_embedding_grad", "args": args},
+                          shown={"shape": f"T={t}, V={v}, d={d}"}))
     return found
 
 
@@ -285,31 +296,37 @@ SAMPLE_PUBLIC = [2.0, 1.0, 0.5, -1.0]
 
 
 def sample_cases() -> list[Case]:
+    """The notebook's draws at τ = 1 and τ = 1e-4, then hidden cases to the edges of
+    τ > 0: near the argmax, near uniform, and logits near ±1e4."""
     def case(label, logits, temperature, seed, public=False):
         return Case(label, {"logits": np.asarray(logits, np.float64), "temperature": temperature, "seed": seed,
-                            "n": SAMPLE_DRAWS, "repeat": SAMPLE_REPEAT}, public)
+                            "n": SAMPLE_DRAWS, "repeat": SAMPLE_REPEAT}, public,
+                    {"shape": f"V={len(logits)}, τ={temperature:g}"})
 
     rng = hidden_rng("04_gpt_head/sample_next")
+    seed = lambda: int(rng.integers(2**31))
     wide = np.array([1.5, 0.3, -0.2, 1.0, 0.0, -0.5, 0.7])
     return [
-        case("worked example (V=4, τ=1)", SAMPLE_PUBLIC, 1.0, 0, public=True),
-        case("hidden (V=7, τ=0.5)", wide, 0.5, int(rng.integers(2**31))),
-        case("hidden (V=7, τ=2)", wide, 2.0, int(rng.integers(2**31))),
-        case("hidden (V=5, τ=1, logits near 1e4)", 1e4 + np.array([0.2, -0.4, 0.9, 0.0, -1.0]), 1.0,
-             int(rng.integers(2**31))),
-        case("hidden (V=6, τ=1e-4: the argmax)", [0.3, 2.1, -0.7, 1.9, 0.0, 1.2], 1e-4, int(rng.integers(2**31))),
+        case("case.worked_example", SAMPLE_PUBLIC, 1.0, 0, public=True),
+        case("case.worked_example", SAMPLE_PUBLIC, 1e-4, 0, public=True),
+        case("case.hidden", wide, 0.5, seed()),
+        case("case.hidden", wide, 2.0, seed()),
+        case("case.hidden", wide, 50.0, seed()),
+        case("gpt_head.case_logits_high", 1e4 + np.array([0.2, -0.4, 0.9, 0.0, -1.0]), 1.0, seed()),
+        case("gpt_head.case_logits_low", -1e4 + np.array([0.2, -0.4, 0.9, 0.0, -1.0]), 1.0, seed()),
+        case("case.hidden", [0.3, 2.1, -0.7, 1.9, 0.0, 1.2], 1e-4, seed()),
     ]
 
 
 def greedy_cases() -> list[Case]:
     def case(label, logits, temperature, public=False):
         return Case(label, {"logits": np.asarray(logits, np.float64), "temperature": temperature, "seed": 3,
-                            "n": 20, "repeat": 0}, public)
+                            "n": 20, "repeat": 0}, public, {"shape": f"V={len(logits)}, τ={temperature!r}"})
 
     return [
-        case("worked example (τ=0.0)", SAMPLE_PUBLIC, 0.0, public=True),
-        case("hidden (τ=0, an int)", [0.1, -2.0, 0.4, 3.0, 2.9], 0),
-        case("hidden (τ=0.0, logits near -1e4)", -1e4 + np.array([0.5, 0.2, 0.9, -0.3]), 0.0),
+        case("case.worked_example", SAMPLE_PUBLIC, 0.0, public=True),
+        case("case.hidden", [0.1, -2.0, 0.4, 3.0, 2.9], 0),
+        case("gpt_head.case_logits_low", -1e4 + np.array([0.5, 0.2, 0.9, -0.3]), 0.0),
     ]
 
 
@@ -322,14 +339,24 @@ def reference_probs(case: Case) -> np.ndarray:
 
 
 def _draws(case: Case, value):
-    """The draws as ints, or the finding that says why they are not token ids."""
+    """The draws as ints, or the finding that says why they are not token ids: the
+    first draw that is not one is quoted, then a draw of another type than ``int``."""
     n, v = case.args["n"], len(case.args["logits"])
+    types = [str(t) for t in value.get("types") or []]
+    if value.get("draws") is None:
+        return Finding("gpt_head.sample_not_id", {"got": ", ".join(types)})
     draws = np.asarray(value["draws"])
     if draws.shape == (n, v) and np.issubdtype(draws.dtype, np.floating) and np.allclose(draws.sum(-1), 1.0):
         return Finding("gpt_head.sample_returns_probs")
-    if draws.shape != (n,) or not (np.issubdtype(draws.dtype, np.integer)) or np.any((draws < 0) | (draws >= v)):
-        example = draws.reshape(-1)[:1].tolist() if draws.size else []
-        return Finding("gpt_head.sample_not_id", {"got": f"{example[0]!r}" if example else describe_shape(draws.shape)})
+    if draws.shape != (n,):
+        return Finding("gpt_head.sample_not_id", {"got": f"{', '.join(types)} {describe_shape(draws.shape[1:])}"})
+    with np.errstate(all="ignore"):
+        bad = ~np.isfinite(draws) | (draws != np.round(draws)) | (draws < 0) | (draws >= v)
+    if np.any(bad):
+        return Finding("gpt_head.sample_not_id", {"got": repr(draws[np.argmax(bad)].item())})
+    other = [t for t in types if t != "int"]
+    if other:
+        return Finding("gpt_head.sample_not_int", {"type": other[0]})
     return draws.astype(int)
 
 
@@ -381,51 +408,151 @@ def judge_greedy(case: Case, value, ref) -> Finding | None:
     return Finding("gpt_head.zero_temperature_not_argmax", {"top": top, "got": int(draws[draws != top][0])})
 
 
+# ---------------------------------------------------------------- plain NumPy
+
+# What the exercise rules out: "in plain NumPy", no framework and no ready-made softmax.
+FRAMEWORKS = {"torch", "jax", "jaxlib", "flax", "tensorflow", "scipy", "sklearn"}
+
+
+def framework_finding(code: dict) -> Finding | None:
+    """A framework imported or used in the student's function or its notebook helpers,
+    named with its line (or with the global name bound to it when no source is readable)."""
+    for name, facts in code.items():
+        bound = {g: str(what.get("module", "")) for g, what in (facts.get("globals") or {}).items()
+                 if isinstance(what, dict) and str(what.get("module", "")).split(".")[0] in FRAMEWORKS}
+        uses = source_checks.module_uses(facts.get("source"), name, FRAMEWORKS, bound)
+        if uses:
+            return Finding("gpt_head.framework_used", {"module": uses[0].what, "line": uses[0].where})
+        if bound:
+            return Finding("gpt_head.framework_used", {"module": next(iter(bound.values()))})
+    return None
+
+
+def numpy_only(judge, unwrap: bool = True):
+    """The item's judge, after the check that its code is plain NumPy; ``unwrap``: the
+    judge gets the function's result, not the whole fact."""
+    def checked(case, value, ref):
+        if not isinstance(value, dict) or "code" not in value or ("out" not in value and unwrap):
+            return Finding("common.not_judged", {"reason": "the probe's record has no result"})
+        finding = framework_finding(value.get("code") or {})
+        if finding is not None:
+            return finding
+        return judge(case, value["out"] if unwrap else value, ref)
+    return checked
+
+
+# ---------------------------------------------------------------- what each exercise promises
+
+PLAIN_NUMPY = Promise("in plain NumPy (no framework)", "source check of the function and its notebook helpers: "
+                      "an import or a global bound to torch, jax, flax, tensorflow, scipy or sklearn is "
+                      "gpt_head.framework_used, with its line")
+
+CE_PROMISES = (
+    Promise("cross_entropy_from_logits(logits, targets), logits (T, V), integer targets (T,)",
+            "cases T 1-12, V 1-64; targets int64, int32 and, as the notebook passes them, a list"),
+    Promise("returns the mean over the T positions of -log softmax(logits[t])[targets[t]]",
+            "values (rtol 1e-5); symptoms gpt_head.loss_summed, gpt_head.loss_not_averaged"),
+    Promise("as one number", "the reference is 0-d: a (T,) array is gpt_head.loss_not_averaged, any other shape "
+            "common.wrong_shape"),
+    Promise("finite for logits of magnitude 1e4: never exponentiate a logit as it is",
+            "the notebook's 1e4 calls (public), hidden cases near +1e4, near -1e4 and of spread 1e4; symptoms "
+            "gpt_head.unshifted_softmax, gpt_head.log_of_softmax"),
+    PLAIN_NUMPY,
+)
+FORWARD_PROMISES = (
+    Promise("tied_head_forward(tokens, E), E (V, d)", "cases T 1-64, V 3-64, d 4-64, V < d and V > d, repeated ids"),
+    Promise("look the ids up in E", "values; symptom gpt_head.missing_layernorm names a lookup without the norm"),
+    Promise("final LayerNorm without affine parameters, (x - mean) / sqrt(var + 1e-5), last axis, population "
+            "variance", "symptom gpt_head.layernorm_variant (no eps, eps outside the root, ddof=1, wrong axis, "
+            "no root)"),
+    Promise("project with the transpose of the same E", "the worked example has V != d: x @ E raises, and that "
+            "matmul error is gpt_head.projection_shapes, in this item only"),
+    Promise("returns logits of shape (T, V), not probabilities", "symptom gpt_head.softmax_in_forward; "
+            "common.wrong_shape"),
+    PLAIN_NUMPY,
+)
+GRAD_PROMISES = (
+    Promise("loss = cross_entropy(E[tokens] @ E.T, targets), the mean over positions",
+            "references: PyTorch autograd of the untied loss at A = B = E; symptom gpt_head.grad_summed"),
+    Promise("return them as a pair (grad_lookup, grad_head)", "gpt_head.grad_pair, gpt_head.grad_total, "
+            "gpt_head.grads_swapped, gpt_head.grads_mixed"),
+    Promise("both of shape (V, d)", "common.wrong_shape; gpt_head.lookup_not_scattered for (T, d)"),
+    Promise("grad_head = G.T @ X", "symptoms gpt_head.head_transposed, gpt_head.missing_head"),
+    Promise("grad_lookup: each row of G @ E added into its token's row; repeated tokens receive both rows, absent "
+            "tokens zeros", "cases with repeated and absent ids (every hidden case has a repeat); symptoms "
+            "gpt_head.overwritten_rows, gpt_head.missing_lookup"),
+    Promise("G = (softmax(logits) - onehot(targets)) / T", "symptom gpt_head.grad_sign"),
+    PLAIN_NUMPY,
+)
+SAMPLE_PROMISES = (
+    Promise("sample_next(logits, temperature, rng), logits (V,), τ ≥ 0", "cases V 4-7, τ 1e-4 to 50"),
+    Promise("returns one token id, a Python int", "the probe sends each draw's type: gpt_head.sample_not_int; a "
+            "draw outside [0, V) or not whole is gpt_head.sample_not_id, quoting that draw"),
+    Promise("drawn from softmax(logits / τ)", "3000 draws, chi-square test at p = 1e-6; symptoms "
+            "gpt_head.temperature_ignored, gpt_head.temperature_inverted, gpt_head.sample_greedy"),
+    Promise("draw with the generator you are given", "40 draws again from the same seed: gpt_head.rng_ignored"),
+    Promise("subtract the maximum before exponentiating", "hidden cases of logits near +1e4 and -1e4 at τ = 1: "
+            "gpt_head.sample_overflow"),
+    Promise("as τ → 0 the draw becomes the argmax", "the notebook's τ = 1e-4 draws (public) and a hidden τ = 1e-4"),
+    PLAIN_NUMPY,
+)
+GREEDY_PROMISES = (
+    Promise("τ = 0 must not divide: return the argmax directly", "τ = 0.0 (public), τ = 0 an int, logits near "
+            "-1e4; gpt_head.zero_temperature, gpt_head.zero_temperature_not_argmax"),
+    Promise("returns an int", "gpt_head.sample_not_int"),
+)
+
+
 # ---------------------------------------------------------------- the chapter
 
-MISSING_TRANSPOSE = ErrorPattern("gpt_head.missing_transpose", r"ValueError", r"mismatch in its core dimension")
+# A matrix product whose shapes do not line up means a different mistake in each item.
+PROJECTION_SHAPES = ErrorPattern("gpt_head.projection_shapes", r"ValueError", r"mismatch in its core dimension")
+GRAD_SHAPES = ErrorPattern("gpt_head.grad_shapes", r"ValueError", r"mismatch in its core dimension")
 
 CHAPTER = Chapter(
     id="04_gpt_head",
     title="The LM head in NumPy",
     probe_module="grader.chapters.gpt_head_probe",
-    errors=(MISSING_TRANSPOSE,),
     items=(
         Item(
-            name="cross_entropy_from_logits", points=2, probe="call", cases=ce_cases, reference=reference_ce,
-            judge=matches_reference((
+            name="cross_entropy_from_logits", points=2, probe="numpy_call", cases=ce_cases, reference=reference_ce,
+            judge=numpy_only(matches_reference((
                 # A spread of 1e4 makes both mistakes infinite; the unshifted one has
                 # already failed on the earlier case of logits near +1e4.
                 Symptom("gpt_head.log_of_softmax", _ce_log_of_softmax),
                 Symptom("gpt_head.unshifted_softmax", _ce_unshifted),
                 Symptom("gpt_head.loss_summed", _ce_summed),
                 Symptom("gpt_head.loss_not_averaged", _ce_not_averaged),
-            ), rtol=1e-5, atol=1e-7),
+            ), rtol=1e-5, atol=1e-7)),
+            promises=CE_PROMISES,
         ),
         Item(
-            name="tied_head_forward", points=2, probe="call", cases=forward_cases, reference=reference_forward,
-            judge=matches_reference((
+            name="tied_head_forward", points=2, probe="numpy_call", cases=forward_cases, reference=reference_forward,
+            judge=numpy_only(matches_reference((
                 Symptom("gpt_head.softmax_in_forward", _fwd_softmax_inside),
                 Symptom("gpt_head.missing_layernorm", _fwd_no_layernorm),
                 Symptom("gpt_head.layernorm_variant", _fwd_layernorm_variant),
-                Symptom("gpt_head.missing_transpose", _fwd_untransposed),
-            ), rtol=1e-5, atol=1e-7),
+            ), rtol=1e-5, atol=1e-7)),
+            errors=(PROJECTION_SHAPES,),
+            promises=FORWARD_PROMISES,
         ),
         Item(
-            name="tied_embedding_grad", points=4, probe="call", cases=grad_cases, reference=reference_grads,
-            judge=judge_grads,
+            name="tied_embedding_grad", points=4, probe="numpy_call", cases=grad_cases, reference=reference_grads,
+            judge=numpy_only(judge_grads), errors=(GRAD_SHAPES,), promises=GRAD_PROMISES,
         ),
         Item(
             name="sample_next", points=2, probe="sample_draws", cases=sample_cases, reference=reference_probs,
-            judge=judge_sample,
+            judge=numpy_only(judge_sample, unwrap=False),
             errors=(ErrorPattern("gpt_head.sample_overflow", r"ValueError", r"NaN"),
                     ErrorPattern("gpt_head.sample_not_normalised", r"ValueError", r"sum to 1")),
+            promises=SAMPLE_PROMISES,
         ),
         Item(
             name="sample_next.greedy", symbol="sample_next", points=1, probe="sample_draws", cases=greedy_cases,
-            reference=reference_probs, judge=judge_greedy,
+            reference=reference_probs, judge=numpy_only(judge_greedy, unwrap=False),
             errors=(ErrorPattern("gpt_head.zero_temperature", r"ZeroDivisionError|FloatingPointError"),
                     ErrorPattern("gpt_head.zero_temperature", r"ValueError", r"NaN")),
+            promises=GREEDY_PROMISES,
         ),
     ),
 )

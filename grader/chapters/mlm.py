@@ -6,8 +6,15 @@ chapter teaches (unbiased variance, eps outside the square root, exact-erf GELU,
 mask, missing scale, softmax over the queries, heads split the wrong way, post-LN, no
 gather).  A symptom recomputes the reference with one switch flipped and asks whether
 the student's value is that one.  A separate head is recognised by logits that leave
-the span of the embedding's columns.  The forbidden built-ins are caught in the kernel
-(see ``mlm_probe``), where they raise ``ForbiddenFunctionError`` naming themselves.
+the span of the embedding's columns.
+
+What the text forbids is checked three ways: in the kernel the forbidden built-ins
+raise ``ForbiddenFunctionError`` naming themselves (see ``mlm_probe``); the source of
+the function and of the notebook's functions it calls comes back raw and
+``grader.source_checks`` finds loops and forbidden names in it, with their line; and
+the raw list of ATen operations the call dispatched catches a built-in reached under
+a name no source shows.  ``mlm_forward_tied`` runs with the reference helpers in place
+of the student's, so each helper's mistake costs its own points once.
 """
 from __future__ import annotations
 
@@ -16,9 +23,10 @@ from itertools import product
 
 import numpy as np
 
+from .. import source_checks
 from ..cases import hidden_rng
-from ..judge import close, matches_reference
-from ..registry import Case, Chapter, ErrorPattern, Item, Symptom
+from ..judge import close, compare_arrays, matches_reference
+from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 EPS = 1e-5
 # Tolerances: rtol, and atol as a fraction of the largest |reference| of the case (at
@@ -94,11 +102,11 @@ def mha_ref(x, w_q, w_k, w_v, w_o, num_heads, causal=False, scale=True, softmax_
     return _merge(_softmax(scores, softmax_axis) @ v, merge) @ np.asarray(w_o, np.float64)
 
 
-def forward_ref(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads,
-                post_ln=False, unbiased=False, eps_outside=False, exact=False, gathered=True, **attention):
+def forward_ref(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads, post_ln=False,
+                unbiased=False, eps_outside=False, ln_eps=EPS, exact=False, gathered=True, **attention):
     emb = np.asarray(w_emb, np.float64)
     x = emb[np.asarray(input_ids, int)] + np.asarray(pos_embed, np.float64)
-    ln = lambda u: layer_norm_ref(u, unbiased=unbiased, eps_outside=eps_outside)
+    ln = lambda u: layer_norm_ref(u, ln_eps, unbiased=unbiased, eps_outside=eps_outside)
     for w_q, w_k, w_v, w_o, w_1, w_2 in np.asarray(blocks_weights, np.float64):
         attend = lambda u: mha_ref(u, w_q, w_k, w_v, w_o, num_heads, **attention)
         ffn = lambda u: gelu_ref(u @ w_1, exact) @ w_2
@@ -118,33 +126,80 @@ def _normal(rng, shape, std):
     return rng.normal(0.0, std, shape).astype(np.float32)
 
 
+def _sizes(array) -> str:
+    return f"x: {tuple(int(n) for n in np.shape(array))}"
+
+
+def notebook_examples() -> dict:
+    """The worked examples exactly as the notebook makes them: its seed, its draws, in
+    its order (cells of the solution; ``torch.manual_seed(0)`` in its first cell)."""
+    import torch
+
+    torch.manual_seed(0)
+    n, t, v, d = 2, 5, 11, 8
+    x, w = torch.randn(2, 4, 8), torch.randn(4, 8, 8) / math.sqrt(8)
+    ids = torch.randint(0, v, (n, t))
+    mask = torch.zeros(n, t)
+    mask[0, 1] = mask[1, 0] = mask[1, 4] = 1.0
+    w_emb, pos = torch.randn(v, d), 0.5 * torch.randn(t, d)
+    blocks = torch.randn(1, 6, d, d) / math.sqrt(d)
+    forward = dict(input_ids=ids, mask_indicator=mask, w_emb=w_emb, pos_embed=pos, blocks_weights=blocks, num_heads=2)
+    bare = dict(forward, mask_indicator=torch.ones(n, t), pos_embed=torch.zeros(t, d),
+                blocks_weights=torch.zeros(0, 6, d, d))
+    numpy = lambda args: {k: (a.numpy() if isinstance(a, torch.Tensor) else a) for k, a in args.items()}
+    return {
+        "layer_norm": {"x": torch.linspace(-1.0, 2.0, 12).reshape(1, 3, 4).numpy()},
+        "gelu_tanh": {"x": torch.linspace(-3.0, 3.0, 13).numpy()},
+        "multi_head_attention": {"x": x.numpy(), **dict(zip(("w_q", "w_k", "w_v", "w_o"), w.numpy())), "num_heads": 2},
+        "forward": numpy(forward),
+        "bare": numpy(bare),
+    }
+
+
 def ln_cases() -> list[Case]:
     rng = hidden_rng("05_mlm/layer_norm")
-    public = np.linspace(-1.0, 2.0, 12, dtype=np.float32).reshape(1, 3, 4)
-    found = [Case("worked example (1, 3, 4)", {"x": public}, True)]
+    public = notebook_examples()["layer_norm"]["x"]
+    found = [Case("case.worked_example", {"x": public}, True, {"shape": _sizes(public)})]
+    # First the case that tells the eps mistakes apart: a variance near eps, and one
+    # constant row, where no eps divides 0 by 0 and a tiny eps gives 0.
+    small = _normal(rng, (2, 8, 32), 3e-3)
+    small[1, 3] = 0.25
+    found.append(Case("mlm.case_small_variance", {"x": small, "eps": None}, shown={"shape": _sizes(small)}))
     shapes = (
-        # label, x, eps (None: the default)
-        ("two features (2, 5, 2)", _normal(rng, (2, 5, 2), 1.0), None),
-        ("offset and spread (4, 64, 128)", 10.0 + _normal(rng, (4, 64, 128), 3.0), None),
-        ("a 2-D input (7, 5)", _normal(rng, (7, 5), 1.0), None),
-        ("eps=0.1 (3, 6, 16)", _normal(rng, (3, 6, 16), 0.5), 0.1),
-        ("variance near eps (2, 8, 32)", _normal(rng, (2, 8, 32), 3e-3), None),
+        # x, eps (None: the default)
+        (_normal(rng, (2, 5, 2), 1.0), None),       # two features
+        (_normal(rng, (7, 5), 1.0), None),          # 2-D
+        (_normal(rng, (16,), 1.0), None),           # 1-D: "a tensor of any shape"
+        (_normal(rng, (2, 3, 4, 8), 1.0), None),    # 4-D
+        (_normal(rng, (5, 1), 1.0), None),          # one feature: all zeros
+        (_normal(rng, (3, 6, 16), 0.5), 0.1),       # the eps argument is used
+        (_normal(rng, (3, 6, 16), 0.01), 1e-12),    # BERT's eps, passed in: right here
+        (10.0 + _normal(rng, (4, 64, 128), 3.0), None),  # offset and spread
     )
-    for label, x, eps in shapes:
-        found.append(Case(f"hidden {label}", {"x": x, "eps": eps}))
+    for x, eps in shapes:
+        shown = _sizes(x) if eps is None else f"{_sizes(x)}, eps={eps:g}"
+        found.append(Case("case.hidden", {"x": x, "eps": eps}, shown={"shape": shown}))
     return found
 
 
 def gelu_cases() -> list[Case]:
     rng = hidden_rng("05_mlm/gelu_tanh")
-    found = [Case("worked example: 13 points in [-3, 3]", {"x": np.linspace(-3, 3, 13, dtype=np.float32)}, True)]
-    found.append(Case("hidden (4, 64, 128), std 3", {"x": _normal(rng, (4, 64, 128), 3.0)}))
-    found.append(Case("hidden large inputs, |x| up to 30", {"x": np.linspace(-30, 30, 61, dtype=np.float32).reshape(61, 1)}))
-    return found
+    public = notebook_examples()["gelu_tanh"]["x"]
+    wide = np.concatenate([np.linspace(-30, 30, 61), [-100.0, 100.0]]).astype(np.float32).reshape(-1, 1)
+    return [
+        Case("case.worked_example", {"x": public}, True, {"shape": _sizes(public)}),
+        Case("case.hidden", {"x": _normal(rng, (4, 64, 128), 3.0)}, shown={"shape": "x: (4, 64, 128), std 3"}),
+        Case("case.hidden", {"x": wide}, shown={"shape": "x: (63, 1), |x| ≤ 100"}),
+        Case("case.hidden", {"x": _normal(rng, (2, 3, 4, 5), 2.0)}, shown={"shape": "x: (2, 3, 4, 5)"}),
+    ]
 
 
-# (N, T, d, heads) of the attention cases; the first is public.
-MHA_SHAPES = ((2, 4, 8, 2), (1, 1, 4, 1), (2, 6, 12, 3), (3, 9, 16, 8), (2, 5, 6, 6), (4, 64, 128, 8), (1, 7, 8, 1))
+def _mha_shape(n, t, d, heads) -> str:
+    return f"N={n}, T={t}, d_model={d}, heads={heads}"
+
+
+# (N, T, d, heads) of the hidden attention cases, to d_head = 1 and T = 64.
+MHA_SHAPES = ((1, 1, 4, 1), (2, 6, 12, 3), (3, 9, 16, 8), (2, 5, 6, 6), (4, 64, 128, 8), (1, 7, 8, 1))
 
 
 def _mha_args(rng, n, t, d, heads):
@@ -153,23 +208,22 @@ def _mha_args(rng, n, t, d, heads):
 
 
 def mha_cases() -> list[Case]:
+    public = notebook_examples()["multi_head_attention"]
+    found = [Case("case.worked_example", public, True, {"shape": _mha_shape(2, 4, 8, 2)})]
     rng = hidden_rng("05_mlm/multi_head_attention")
-    found = []
-    for i, (n, t, d, heads) in enumerate(MHA_SHAPES):
+    for n, t, d, heads in MHA_SHAPES:
         # Queries and keys a little larger than 1/sqrt(d) make the scores spread,
         # so that a missing scale or a wrong softmax axis moves the result visibly.
         args = _mha_args(rng, n, t, d, heads)
         args["w_q"] *= 2.0
         args["w_k"] *= 2.0
-        label = f"(N={n}, T={t}, d_model={d}, heads={heads})"
-        found.append(Case(("worked example " if i == 0 else "hidden ") + label, args, i == 0))
+        found.append(Case("case.hidden", args, shown={"shape": _mha_shape(n, t, d, heads)}))
     return found
 
 
-# (N, T, V, d, heads, blocks, mask) of the forward cases; the first is public.
+# (N, T, V, d, heads, blocks, mask) of the hidden forward cases.
 # mask: "some" (at least one masked, at least one not), "none" or "all".
 FORWARD_SHAPES = (
-    (2, 5, 11, 8, 2, 1, "some"),
     (1, 1, 7, 4, 1, 0, "all"),
     (2, 6, 20, 8, 2, 2, "none"),
     (2, 8, 40, 16, 4, 0, "some"),
@@ -179,6 +233,8 @@ FORWARD_SHAPES = (
     (2, 16, 64, 32, 1, 2, "some"),
     (4, 64, 200, 128, 8, 3, "some"),
 )
+# Embeddings this small put the blocks' LayerNorm inputs near eps, where its value matters.
+SMALL_EMBEDDINGS = (2, 6, 24, 16, 2, 2, "some")
 
 
 def _mask(rng, n, t, kind):
@@ -191,22 +247,33 @@ def _mask(rng, n, t, kind):
     return mask
 
 
+def _forward_shape(args) -> str:
+    n, t = np.shape(args["input_ids"])
+    v, d = np.shape(args["w_emb"])
+    masked = int(np.sum(np.asarray(args["mask_indicator"]) > 0.5))
+    return (f"N={n}, T={t}, V={v}, d_model={d}, heads={args['num_heads']}, "
+            f"blocks={len(args['blocks_weights'])}, M={masked}")
+
+
+def _forward_args(rng, shape, emb_std=1.0, pos_std=0.5):
+    n, t, v, d, heads, blocks, kind = shape
+    packed = _normal(rng, (blocks, 6, d, d), d**-0.5)
+    packed[:, 4] *= 2.0  # spread the GELU inputs to where tanh and erf differ most
+    return dict(input_ids=rng.integers(0, v, (n, t)).astype(np.int64), mask_indicator=_mask(rng, n, t, kind),
+                w_emb=_normal(rng, (v, d), emb_std), pos_embed=_normal(rng, (t, d), pos_std),
+                blocks_weights=packed, num_heads=heads)
+
+
 def forward_cases() -> list[Case]:
+    examples = notebook_examples()
+    found = [Case("case.worked_example", args, True, {"shape": _forward_shape(args)})
+             for args in (examples["forward"], examples["bare"])]
     rng = hidden_rng("05_mlm/mlm_forward_tied")
-    found = []
-    for i, (n, t, v, d, heads, blocks, kind) in enumerate(FORWARD_SHAPES):
-        packed = _normal(rng, (blocks, 6, d, d), d**-0.5)
-        packed[:, 4] *= 2.0  # spread the GELU inputs to where tanh and erf differ most
-        args = dict(
-            input_ids=rng.integers(0, v, (n, t)).astype(np.int64),
-            mask_indicator=_mask(rng, n, t, kind),
-            w_emb=_normal(rng, (v, d), 1.0),
-            pos_embed=_normal(rng, (t, d), 0.5),
-            blocks_weights=packed,
-            num_heads=heads,
-        )
-        label = f"(N={n}, T={t}, V={v}, d_model={d}, heads={heads}, blocks={blocks}, masked: {kind})"
-        found.append(Case(("worked example " if i == 0 else "hidden ") + label, args, i == 0))
+    for shape in FORWARD_SHAPES:
+        args = _forward_args(rng, shape)
+        found.append(Case("case.hidden", args, shown={"shape": _forward_shape(args)}))
+    args = _forward_args(rng, SMALL_EMBEDDINGS, emb_std=2e-3, pos_std=2e-3)
+    found.append(Case("mlm.case_small_embeddings", args, shown={"shape": _forward_shape(args)}))
     return found
 
 
@@ -220,14 +287,17 @@ def _scaled(ref, rtol, atol) -> dict:
 
 
 def _close(value, ref, rtol, atol) -> bool:
-    return close(value, ref, **_scaled(ref, rtol, atol))
-
-
-def judge_against(symptoms, rtol, atol):
-    """``matches_reference`` with the case's own scale applied to ``atol``."""
-    def judge(case, value, ref):
-        return matches_reference(symptoms, **_scaled(ref, rtol, atol))(case, value, ref)
-    return judge
+    """``close``, with NaN where ``ref`` has NaN counting as equal (no eps: 0 / 0)."""
+    value, ref = np.asarray(value), np.asarray(ref, np.float64)
+    if value.shape == ref.shape and np.any(np.isnan(ref)):
+        try:
+            both = np.isnan(ref) & np.isnan(value.astype(np.float64))
+        except (TypeError, ValueError):
+            return False
+        if not np.array_equal(both, np.isnan(ref)):
+            return False
+        value, ref = np.where(both, 0.0, value), np.where(both, 0.0, ref)
+    return close(value, ref, **_scaled(np.where(np.isnan(ref), 0.0, ref), rtol, atol))
 
 
 def _is(reference, tol, **switches):
@@ -276,6 +346,193 @@ def attention_symptoms(reference, tol) -> tuple[Symptom, ...]:
     )
 
 
+# eps values a LayerNorm is written with: BERT's, none, T5's and Llama's, this exercise's.
+EPS_SEEN = (1e-12, 0.0, 1e-6, 1e-5, 1e-8, 1e-3)
+
+
+def eps_used(reference, tol, asked: float, case_args: dict, value, name: str = "eps"):
+    """The first eps of ``EPS_SEEN`` other than ``asked`` that reproduces ``value``."""
+    return next((eps for eps in EPS_SEEN if eps != asked
+                 and _close(value, reference(**case_args, **{name: eps}), **tol)), None)
+
+
+def values_judge(symptoms, tol, eps_finding=None):
+    """``matches_reference`` with the case's scale on ``atol``; before the symptoms, the
+    eps the student used, when ``eps_finding(case, value)`` recognises one."""
+    def judge(case, value, ref):
+        scaled = _scaled(ref, **tol)
+        finding = compare_arrays(value, ref, **scaled)
+        if finding is None or finding.key == "common.not_an_array":
+            return finding
+        found = eps_finding(case, value) if eps_finding else None
+        return found or matches_reference(symptoms, **scaled)(case, value, ref)
+    return judge
+
+
+def _layer_norm_eps(case, value):
+    asked = EPS if case.args.get("eps") is None else case.args["eps"]
+    got = eps_used(_ln_reference, LN_TOL, asked, {"x": case.args["x"]}, value)
+    return None if got is None else Finding("mlm.eps_value", {"got": f"{got:g}", "expected": f"{asked:g}"})
+
+
+def _forward_eps(case, value):
+    got = eps_used(forward_ref, FORWARD_TOL, EPS, case.args, value, name="ln_eps")
+    return None if got is None else Finding("mlm.forward_eps", {"got": f"{got:g}"})
+
+
+# ---------------------------------------------------------------- what the code may not do
+
+LAYER_NORM, GELU, ATTENTION = "mlm.forbidden_layer_norm", "mlm.forbidden_gelu", "mlm.forbidden_attention"
+# Attribute names (through any module or alias) of the built-ins the text forbids, and
+# the finding each one gets.
+FORBIDDEN_NAMES = {
+    **dict.fromkeys(("layer_norm", "native_layer_norm", "LayerNorm"), LAYER_NORM),
+    **dict.fromkeys(("gelu", "GELU"), GELU),
+    **dict.fromkeys(("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward",
+                     "_native_multi_head_attention", "TransformerEncoderLayer", "TransformerEncoder",
+                     "_transformer_encoder_layer_fwd"), ATTENTION),
+}
+# ATen operations they dispatch, whatever name reached them (F.layer_norm and
+# torch.ops.aten.layer_norm both run aten.native_layer_norm).
+FORBIDDEN_OPS = {
+    "aten.native_layer_norm": LAYER_NORM, "aten.layer_norm": LAYER_NORM, "aten.gelu": GELU,
+    "aten._native_multi_head_attention": ATTENTION, "aten._transformer_encoder_layer_fwd": ATTENTION,
+}
+TENSOR_TYPES = ("Tensor", "Parameter")
+
+
+def _bound_to_forbidden(globals_: dict) -> dict[str, str]:
+    """Global names bound to a forbidden built-in of torch (``g`` after ``... import gelu as g``)."""
+    found = {}
+    for name, what in (globals_ or {}).items():
+        if isinstance(what, dict) and str(what.get("module", "")).startswith("torch") \
+                and what.get("name") in FORBIDDEN_NAMES and what.get("type") != "module":
+            found[name] = what["name"]
+    return found
+
+
+def _loop_allowances(code: dict, root: str, blocks: str | None) -> dict[str, set[str]]:
+    """Per function, the names whose loops are allowed: in the forward pass its blocks
+    parameter, and in a helper (of the notebook, or nested) the parameters that receive
+    the blocks."""
+    allowed = {name: set() for name in code}
+    if blocks is None or root not in code:
+        return allowed
+    allowed[root] = {blocks}
+    params = {name: source_checks.parameters(facts.get("source")) for name, facts in code.items()}
+    for _ in range(len(code) + 1):
+        for name, facts in code.items():
+            source = facts.get("source")
+            nested = source_checks.defined_functions(source)
+            for callee, received in source_checks.calls_with(source, {**params, **nested}, allowed[name]).items():
+                allowed[name if callee in nested else callee] |= received
+    return allowed
+
+
+def code_finding(item: str, value: dict, loops_over_blocks: bool = False) -> Finding | None:
+    """A forbidden built-in or a Python loop in the code, named with its line; else a
+    forbidden operation in what the call dispatched."""
+    code = value.get("code") or {}
+    for name, facts in code.items():
+        for use in source_checks.forbidden_uses(facts.get("source"), name, FORBIDDEN_NAMES,
+                                                _bound_to_forbidden(facts.get("globals"))):
+            key, spelling = use.what.split("|", 1)
+            return Finding(key, {"message": spelling, "line": use.where})
+    root_source = (code.get(item) or {}).get("source")
+    blocks = (source_checks.parameters(root_source)[4:5] or [None])[0] if loops_over_blocks else None
+    allowed = _loop_allowances(code, item, blocks)
+    for name, facts in code.items():
+        for loop in source_checks.loops(facts.get("source"), name, allowed[name]):
+            key = "mlm.python_loop_forward" if loops_over_blocks else "mlm.python_loop"
+            return Finding(key, {"function": name, "line": loop.where})
+    for op in value.get("ops") or ():
+        key = FORBIDDEN_OPS.get(op) or (ATTENTION if str(op).startswith("aten._scaled_dot_product") else None)
+        if key:
+            return Finding(key, {"message": op})
+    return None
+
+
+def checked(item: str, judge_values, loops_over_blocks: bool = False):
+    """The judge of an item: first what the code may not do, then the result's type
+    (one tensor), then its values."""
+    def judge(case, value, ref):
+        if not isinstance(value, dict) or "out" not in value:
+            return Finding("common.not_judged", {"reason": "the probe's record has no result"})
+        finding = code_finding(item, value, loops_over_blocks)
+        if finding is not None:
+            return finding
+        if value.get("type") not in TENSOR_TYPES:
+            return Finding("mlm.not_a_tensor", {"type": str(value.get("type"))})
+        return judge_values(case, value["out"], ref)
+    return judge
+
+
+# ---------------------------------------------------------------- what each exercise promises
+
+WHOLE_TENSORS = Promise("Work on whole tensors: no Python loop over heads or positions.",
+                        "source check (grader/source_checks.py): every for/while loop or comprehension in the "
+                        "function and in the notebook functions it calls, except over a literal handful "
+                        "(w_q, w_k, w_v), is mlm.python_loop with its line")
+
+LAYER_NORM_PROMISES = (
+    Promise("layer_norm(x, eps=1e-5)", "the probe calls layer_norm(x) and layer_norm(x, eps=...) by keyword"),
+    Promise("normalises the last axis of a tensor of any shape", "hidden cases 1-D (16,), 2-D (7, 5), 3-D, 4-D "
+            "(2, 3, 4, 8), one feature (5, 1), two features (2, 5, 2), 128 features offset by 10"),
+    Promise("without learned scale or shift", "values against the reference"),
+    Promise("(x - mean) / sqrt(var + eps)", "symptom mlm.eps_outside (eps added to the standard deviation)"),
+    Promise("eps=1e-5 by default, eps used when passed", "hidden case of variance near eps with a constant row "
+            "(first hidden case), cases eps=0.1 and eps=1e-12: mlm.eps_value names the eps used (0, 1e-12, ...)"),
+    Promise("var is the biased variance (divide by d, not d - 1)", "symptom mlm.unbiased_variance"),
+    Promise("returns a tensor", "the probe sends the result's type: mlm.not_a_tensor"),
+    Promise("nn.LayerNorm / F.layer_norm are not allowed", "raise while checked (mlm_probe); source check of every "
+            "spelling (F.layer_norm, torch.layer_norm, torch.ops.aten.native_layer_norm, getattr(..., 'layer_norm'), "
+            "a name bound by import ... as) with its line; runtime: aten.native_layer_norm dispatched"),
+    WHOLE_TENSORS,
+)
+GELU_PROMISES = (
+    Promise("gelu_tanh(x), elementwise, any shape", "cases (13,), (4, 64, 128), (63, 1), (2, 3, 4, 5)"),
+    Promise("the tanh form 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))", "values (rtol 1e-5); symptom mlm.exact_gelu"),
+    Promise("finite for large inputs", "hidden case |x| up to 100"),
+    Promise("returns a tensor", "mlm.not_a_tensor"),
+    Promise("F.gelu is not allowed", "raise while checked; source check (F.gelu, torch._C._nn.gelu, "
+            "torch.ops.aten.gelu, getattr(torch.ops.aten, 'gelu'), from torch.nn.functional import gelu as g) "
+            "with its line; runtime: aten.gelu dispatched"),
+    WHOLE_TENSORS,
+)
+MHA_PROMISES = (
+    Promise("multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads), x (N, T, d_model)",
+            "hidden cases N 1-4, T 1-64, d_model 4-128, heads 1 to d_model (d_head = 1)"),
+    Promise("weights applied as x @ W, no biases", "values against the reference"),
+    Promise("heads of d_head contiguous features", "symptom mlm.head_split (flat or strided split, any merge)"),
+    Promise("scores q @ kᵀ / sqrt(d_head)", "symptom mlm.missing_scale"),
+    Promise("softmax over the keys", "symptom mlm.softmax_axis"),
+    Promise("no mask: every position sees every other one", "symptom mlm.causal_mask"),
+    Promise("heads back together in the same order, then @ w_o", "mlm.head_split covers every wrong merge"),
+    Promise("returns a tensor", "mlm.not_a_tensor"),
+    Promise("nn.MultiheadAttention, F.scaled_dot_product_attention not allowed", "raise while checked; source check "
+            "of the names with their line; runtime: aten._native_multi_head_attention, aten._scaled_dot_product_*"),
+    WHOLE_TENSORS,
+)
+FORWARD_PROMISES = (
+    Promise("mlm_forward_tied(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads) with the "
+            "table's shapes and dtypes", "cases N 1-4, T 1-64, V 6-200 (V < d_model too), d_model 4-128, heads 1-8"),
+    Promise("x = w_emb[input_ids] + pos_embed", "values against the reference"),
+    Promise("for every block (there may be none)", "cases with 0, 1, 2 and 3 blocks (the notebook's bare example)"),
+    Promise("pre-LN: x + MHA(LN(x)), then x + FFN(LN(x)), LN with its default eps", "symptoms mlm.post_ln, "
+            "mlm.forward_eps (hidden case of small embeddings, where eps matters)"),
+    Promise("FFN(u) = gelu_tanh(u @ w_mlp1) @ w_mlp2", "values; symptom mlm.exact_gelu when GELU is inlined"),
+    Promise("judged on its own", "the probe runs it with the reference layer_norm, gelu_tanh and "
+            "multi_head_attention in place of the student's"),
+    Promise("tied head x @ w_emb.T, no other matrix, no final LayerNorm", "symptom mlm.separate_head"),
+    Promise("return logits_all[mask_indicator > 0.5], (M, V), batch-then-position order",
+            "masks some, none (M = 0) and all; symptom mlm.not_gathered"),
+    Promise("returns a tensor", "mlm.not_a_tensor"),
+    Promise("no Python loop over heads or positions (the loop over the blocks is the one allowed)",
+            "source check: loops whose iterable does not come from blocks_weights are mlm.python_loop_forward"),
+    Promise("forbidden built-ins", "as in the helpers: raise, source check, dispatched operations"),
+)
+
+
 FORBIDDEN = (
     ErrorPattern("mlm.forbidden_attention", r"ForbiddenFunctionError", r"attention|transformer"),
     ErrorPattern("mlm.forbidden_layer_norm", r"ForbiddenFunctionError", r"layer_?norm"),
@@ -291,25 +548,29 @@ CHAPTER = Chapter(
         Item(
             name="layer_norm", points=1, probe="layer_norm", cases=ln_cases,
             reference=lambda case: _ln_reference(**case.args),
-            judge=judge_against((
+            judge=checked("layer_norm", values_judge((
                 Symptom("mlm.unbiased_variance", _ln(unbiased=True)),
                 Symptom("mlm.eps_outside", _ln(eps_outside=True)),
-            ), **LN_TOL),
+            ), LN_TOL, _layer_norm_eps)),
+            promises=LAYER_NORM_PROMISES,
         ),
         Item(
             name="gelu_tanh", points=1, probe="gelu_tanh", cases=gelu_cases,
             reference=lambda case: gelu_ref(case.args["x"]),
-            judge=judge_against((Symptom("mlm.exact_gelu", _is(gelu_ref, GELU_TOL, exact=True)),), **GELU_TOL),
+            judge=checked("gelu_tanh", values_judge(
+                (Symptom("mlm.exact_gelu", _is(gelu_ref, GELU_TOL, exact=True)),), GELU_TOL)),
+            promises=GELU_PROMISES,
         ),
         Item(
             name="multi_head_attention", points=2, probe="multi_head_attention", cases=mha_cases,
             reference=lambda case: mha_ref(**case.args),
-            judge=judge_against(attention_symptoms(mha_ref, MHA_TOL), **MHA_TOL),
+            judge=checked("multi_head_attention", values_judge(attention_symptoms(mha_ref, MHA_TOL), MHA_TOL)),
+            promises=MHA_PROMISES,
         ),
         Item(
             name="mlm_forward_tied", points=3, probe="mlm_forward_tied", cases=forward_cases,
             reference=lambda case: forward_ref(**case.args),
-            judge=judge_against((
+            judge=checked("mlm_forward_tied", values_judge((
                 Symptom("mlm.separate_head", _separate_head),
                 Symptom("mlm.not_gathered", _not_gathered),
                 Symptom("mlm.post_ln", _is(forward_ref, FORWARD_TOL, post_ln=True)),
@@ -317,7 +578,8 @@ CHAPTER = Chapter(
                 Symptom("mlm.eps_outside", _is(forward_ref, FORWARD_TOL, eps_outside=True)),
                 Symptom("mlm.exact_gelu", _is(forward_ref, FORWARD_TOL, exact=True)),
                 *attention_symptoms(forward_ref, FORWARD_TOL),
-            ), **FORWARD_TOL),
+            ), FORWARD_TOL, _forward_eps), loops_over_blocks=True),
+            promises=FORWARD_PROMISES,
         ),
     ),
 )

@@ -3,8 +3,17 @@
 While the student's function runs, the built-ins the exercise forbids raise
 ``ForbiddenFunctionError`` naming themselves; they are put back in a ``finally``
 block whatever happens.  Names in the notebook that are bound to them directly
-(``from torch.nn.functional import gelu``) are swapped for the same while.
+(``from torch.nn.functional import gelu``) are swapped for the same while.  What
+reaches them another way (``torch.ops.aten.gelu``) is in the raw list of the
+operations the call dispatched, and the source of the function goes out raw: the
+grader decides on both.
+
+``mlm_forward_tied`` is judged on its own: while it runs, the names ``layer_norm``,
+``gelu_tanh`` and ``multi_head_attention`` of the notebook are the reference ones
+below, so that a mistake in a helper costs that helper's points only.
 """
+
+ITEMS = ("layer_norm", "gelu_tanh", "multi_head_attention", "mlm_forward_tied")
 
 
 class ForbiddenFunctionError(RuntimeError):
@@ -40,27 +49,56 @@ def _raiser(label):
     return forbidden
 
 
-def _guarded_call(ns, name, *args):
-    """``ns[name](*args)`` with the forbidden built-ins raising; the result as NumPy."""
-    lookup(ns, name)  # a NameError before anything is patched
+def _recorder():
+    """A dispatch mode that records the name of every ATen operation run under it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.add(str(getattr(func, "overloadpacket", func)))
+            return func(*args, **(kwargs or {}))
+
+    return Recorder()
+
+
+def _guarded_call(ns, name, args, kwargs=None, helpers=None):
+    """``ns[name](*args, **kwargs)`` with the forbidden built-ins raising and, when
+    given, ``helpers`` standing in for the notebook's names of the same while; the
+    result as NumPy, its type, the operations it dispatched and the code it ran."""
+    fn = lookup(ns, name)  # a NameError before anything is patched
+    code = code_facts(ns, name, skip=ITEMS)
     targets = _forbidden_targets()
     saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in targets]
     by_id = {id(original): label for (_, _, original), (_, _, label) in zip(saved, targets)}
+    space = getattr(fn, "__globals__", ns)
+    missing = object()
     swapped = {}
+    recorder = _recorder()
     try:
         for owner, attr, label in targets:
             setattr(owner, attr, _raiser(label))
-        for key, value in list(ns.items()):
+        for key, value in list(space.items()):
             if id(value) in by_id:
                 swapped[key] = value
-                ns[key] = _raiser(by_id[id(value)])
-        result = ns[name](*args)
+                space[key] = _raiser(by_id[id(value)])
+        for key, helper in (helpers or {}).items():
+            swapped.setdefault(key, space.get(key, missing))
+            space[key] = helper
+        with recorder:
+            result = fn(*args, **(kwargs or {}))
     finally:
         for owner, attr, original in saved:
             setattr(owner, attr, original)
         for key, value in swapped.items():
-            ns[key] = value
-    return _numpy(result)
+            if value is missing:
+                space.pop(key, None)
+            else:
+                space[key] = value
+    return {"out": _numpy(result), "type": type(result).__name__, "ops": sorted(recorder.ops), "code": code}
 
 
 def _numpy(value):
@@ -84,21 +122,50 @@ def _tensor(array):
     return torch.as_tensor(array.astype(np.float32))
 
 
+# ---------------------------------------------------------------- reference helpers
+
+def reference_layer_norm(x, eps=1e-5):
+    centred = x - x.mean(dim=-1, keepdim=True)
+    return centred / (centred * centred).mean(dim=-1, keepdim=True).add(eps).sqrt()
+
+
+def reference_gelu_tanh(x):
+    import math
+    import torch
+
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def reference_multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads):
+    import math
+    import torch
+
+    n, t, d = x.shape
+    split = lambda h: h.reshape(n, t, num_heads, d // num_heads).transpose(1, 2)  # (N, H, T, d_head)
+    scores = split(x @ w_q) @ split(x @ w_k).transpose(-2, -1) / math.sqrt(d // num_heads)
+    out = torch.softmax(scores, dim=-1) @ split(x @ w_v)
+    return out.transpose(1, 2).reshape(n, t, d) @ w_o
+
+
+# ---------------------------------------------------------------- probes
+
 def layer_norm(ns, x, eps=None):
     if eps is None:
-        return _guarded_call(ns, "layer_norm", _tensor(x))
-    return _guarded_call(ns, "layer_norm", _tensor(x), float(eps))
+        return _guarded_call(ns, "layer_norm", [_tensor(x)])
+    return _guarded_call(ns, "layer_norm", [_tensor(x)], {"eps": float(eps)})
 
 
 def gelu_tanh(ns, x):
-    return _guarded_call(ns, "gelu_tanh", _tensor(x))
+    return _guarded_call(ns, "gelu_tanh", [_tensor(x)])
 
 
 def multi_head_attention(ns, x, w_q, w_k, w_v, w_o, num_heads):
     tensors = [_tensor(a) for a in (x, w_q, w_k, w_v, w_o)]
-    return _guarded_call(ns, "multi_head_attention", *tensors, int(num_heads))
+    return _guarded_call(ns, "multi_head_attention", tensors + [int(num_heads)])
 
 
 def mlm_forward_tied(ns, input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads):
     tensors = [_tensor(a) for a in (input_ids, mask_indicator, w_emb, pos_embed, blocks_weights)]
-    return _guarded_call(ns, "mlm_forward_tied", *tensors, int(num_heads))
+    helpers = {"layer_norm": reference_layer_norm, "gelu_tanh": reference_gelu_tanh,
+               "multi_head_attention": reference_multi_head_attention}
+    return _guarded_call(ns, "mlm_forward_tied", tensors + [int(num_heads)], helpers=helpers)

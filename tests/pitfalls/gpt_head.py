@@ -130,10 +130,11 @@ PITFALLS = [
              "tied_head_forward": "gpt_head.layernorm_variant",
              "tied_embedding_grad": "gpt_head.lookup_not_scattered",
              "sample_next": "gpt_head.temperature_ignored"}),
+    # x @ E with V != d raises: the message gives the shapes and x @ E.T, whichever operand is wrong.
     Pitfall(CH, "per_token_loss+no_transpose+swapped+times_temperature",
             {0: CE_PER_TOKEN, 1: FWD_NO_TRANSPOSE, 2: GRAD_SWAPPED, 3: SAMPLE_TIMES_TAU},
             {"cross_entropy_from_logits": "gpt_head.loss_not_averaged",
-             "tied_head_forward": "gpt_head.missing_transpose",
+             "tied_head_forward": "gpt_head.projection_shapes",
              "tied_embedding_grad": "gpt_head.grads_swapped",
              "sample_next": "gpt_head.temperature_inverted"}),
     Pitfall(CH, "total_grad+always_argmax", {2: GRAD_TOTAL, 3: SAMPLE_ARGMAX},
@@ -150,4 +151,44 @@ PITFALLS = [
              "sample_next.greedy": "gpt_head.zero_temperature_not_argmax"}),
     Pitfall(CH, "no_head", {2: GRAD_NO_HEAD},
             {"tied_embedding_grad": "gpt_head.missing_head", "tied_head_forward": "pass"}),
+]
+
+# ---- what the text promises beyond the values
+# np.argmax and np.searchsorted give NumPy integers, which the worked example prints as np.int64(0).
+SAMPLE_NUMPY_INT = sampler("z / temperature",
+                           "return np.minimum(np.searchsorted(np.cumsum(p / p.sum()), rng.random()), len(p) - 1)",
+                           zero="if temperature == 0:\n    return np.argmax(logits)\n")
+SAMPLE_FLOAT = sampler("z / temperature", "return float(rng.choice(len(p), p=p / p.sum()))")
+SAMPLE_OFF_BY_ONE = sampler("z / temperature", "return int(rng.choice(len(p), p=p / p.sum())) + 1")
+GRAD_HEAD_NOT_TRANSPOSED = grad(head="grad_head = G @ X\n")
+FWD_OPERANDS_SWAPPED = f'''
+x = E[tokens]
+{LN}
+return (E.T @ x.T).T if E.shape[0] == E.shape[1] else E.T @ x
+'''
+CE_SCIPY = '''
+from scipy.special import logsumexp
+z = np.asarray(logits, dtype=np.float64)
+return float(np.mean(logsumexp(z, axis=-1) - z[np.arange(len(targets)), targets]))
+'''
+GRAD_AUTOGRAD = '''
+import torch
+e = torch.tensor(E, dtype=torch.float64, requires_grad=True)
+a = e.detach().clone().requires_grad_(True)
+loss = torch.nn.functional.cross_entropy(a[torch.as_tensor(tokens)] @ e.T, torch.as_tensor(targets))
+loss.backward()
+return a.grad.numpy(), e.grad.numpy()
+'''
+
+PITFALLS += [
+    Pitfall(CH, "numpy_int_draws+scipy_loss", {0: CE_SCIPY, 3: SAMPLE_NUMPY_INT},
+            {"cross_entropy_from_logits": "gpt_head.framework_used", "sample_next": "gpt_head.sample_not_int",
+             "sample_next.greedy": "gpt_head.sample_not_int"}),
+    Pitfall(CH, "float_draws+autograd", {2: GRAD_AUTOGRAD, 3: SAMPLE_FLOAT},
+            {"tied_embedding_grad": "gpt_head.framework_used", "sample_next": "gpt_head.sample_not_int"}),
+    # The first draws are in range; the message must quote one that is not.
+    Pitfall(CH, "off_by_one_draws", {3: SAMPLE_OFF_BY_ONE}, {"sample_next": "gpt_head.sample_not_id"}),
+    # A shape error in the gradients is not the forward's missing transpose.
+    Pitfall(CH, "grad_head_shapes+projection_operands_swapped", {1: FWD_OPERANDS_SWAPPED, 2: GRAD_HEAD_NOT_TRANSPOSED},
+            {"tied_embedding_grad": "gpt_head.grad_shapes", "tied_head_forward": "gpt_head.projection_shapes"}),
 ]
