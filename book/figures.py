@@ -1,0 +1,164 @@
+"""The book's figures, drawn with matplotlib while a page runs.
+
+A figure is ``WIDTH`` inches wide at ``DPI``: about the 750 px of the page's content column
+at 1280 x 900, so the browser shows it at its own size, with text of 11 pt or more. It is
+drawn on a white card with dark text, which stays readable when the book is in dark mode.
+A page calls ``use_book_style()`` once, then the functions that draw its figures; each one
+takes the numbers the page computed and draws nothing it did not receive.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import FancyBboxPatch, Rectangle
+
+WIDTH, DPI = 7.5, 100
+INK, MUTED, ACCENT, SECOND = "#1f2328", "#6e7781", "#0969da", "#cf222e"
+
+
+def use_book_style() -> None:
+    plt.rcParams.update({
+        "figure.dpi": DPI, "savefig.dpi": DPI, "figure.figsize": (WIDTH, 3.6),
+        "figure.facecolor": "white", "savefig.facecolor": "white", "axes.facecolor": "white",
+        "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11,
+        "xtick.labelsize": 11, "ytick.labelsize": 11, "legend.fontsize": 11,
+        "text.color": INK, "axes.labelcolor": INK, "axes.edgecolor": MUTED,
+        "xtick.color": INK, "ytick.color": INK,
+        "axes.spines.top": False, "axes.spines.right": False,
+        "figure.constrained_layout.use": True,
+    })
+
+
+# Chapter 04: the LM head of a small GPT
+
+def gradient_paths(lookup: np.ndarray, head: np.ndarray, tokens: np.ndarray) -> None:
+    """Row norms of the two contributions to dL/dE, one bar per token id."""
+    ids = np.arange(len(lookup))
+    counts = np.bincount(tokens, minlength=len(lookup))
+    fig, axes = plt.subplots(2, 1, figsize=(WIDTH, 4.4), sharex=True)
+    for ax, path, colour, title in (
+        (axes[0], lookup, ACCENT, "lookup path: only the rows of the tokens in the sequence"),
+        (axes[1], head, SECOND, "projection path: every row of E"),
+    ):
+        ax.bar(ids, np.linalg.norm(path, axis=1), color=colour, width=0.8)
+        ax.set_title(title, loc="left")
+        ax.set_ylabel("row norm")
+    for v in np.flatnonzero(counts > 1):
+        top = np.linalg.norm(lookup[v])
+        axes[0].annotate(f"token {v}, twice", (v, top), (v + 3, top), va="center",
+                         arrowprops={"arrowstyle": "-", "color": MUTED})
+    axes[1].set_xlabel("token id (row of E)")
+    plt.show()
+
+
+def logit_lens(next_prob: np.ndarray, top: np.ndarray, tokens: np.ndarray,
+               depths: list[str]) -> None:
+    """The lens at each depth (rows) and position (columns): the colour is the probability
+    of the true next token, the number the token the lens reads."""
+    fig, ax = plt.subplots(figsize=(WIDTH, 2.9))
+    image = ax.imshow(next_prob, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    for (row, col), token in np.ndenumerate(top):
+        ax.text(col, row, str(token), ha="center", va="center", fontsize=11,
+                color="white" if next_prob[row, col] > 0.55 else INK)
+    ax.set_yticks(range(len(depths)), depths)
+    ax.set_xticks(range(len(tokens)), [str(t) for t in tokens])
+    ax.set_xlabel("input token at each position")
+    ax.tick_params(length=0)
+    ax.spines[:].set_visible(False)
+    fig.colorbar(image, ax=ax, label="p(next token)", fraction=0.04, pad=0.02)
+    plt.show()
+
+
+def temperatures(row: np.ndarray, taus: list[float], exact: list[np.ndarray],
+                 drawn: list[np.ndarray]) -> None:
+    """softmax(row / tau) as bars, and the share of each token among the draws as dots."""
+    fig, axes = plt.subplots(1, len(taus), figsize=(WIDTH, 2.9), sharey=True)
+    ids = np.arange(len(row))
+    for ax, tau, q, share in zip(axes, taus, exact, drawn):
+        ax.bar(ids, q, color=ACCENT, width=0.75, label="softmax(z / τ)")
+        ax.plot(ids, share, "o", color=SECOND, markersize=6, label="share of draws")
+        ax.set_title(f"τ = {tau:g}")
+        ax.set_xticks(ids)
+        ax.set_xlabel("token")
+    axes[0].set_ylabel("probability")
+    axes[0].set_ylim(0, 1.05)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2,
+               frameon=False)
+    plt.show()
+
+
+def training_curve(losses: np.ndarray, start: float, floor: float) -> None:
+    """The training loss, between the uniform guess and the best a bigram table can do."""
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.2))
+    ax.plot(np.arange(1, len(losses) + 1), losses, color=ACCENT, linewidth=2)
+    for level, text in ((start, "ln V: a uniform guess"),
+                        (floor, "best bigram table for this text")):
+        ax.axhline(level, color=MUTED, linestyle="--", linewidth=1)
+        ax.text(len(losses), level, text, ha="right", va="bottom", color=MUTED)
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.set_ylim(floor - 0.3, start + 0.3)
+    plt.show()
+
+
+def short(checkpoint: str) -> str:
+    """A Hub name without its organisation: ``google/gemma-7b`` -> ``gemma-7b``."""
+    return checkpoint.split("/")[-1]
+
+
+@drawing(height=4.6)
+def tie_decisions(fig, shares: dict[str, float], tied: dict[str, bool]):
+    """Checkpoints sorted by the share of one (V, d) matrix, coloured by what they do."""
+    ax = fig.add_subplot()
+    names = sorted(shares, key=shares.get)
+    values = [100 * shares[n] for n in names]
+    bars = ax.barh([short(n) for n in names], values, height=0.65,
+                   color=[LOOKUP if tied[n] else GREY for n in names])
+    for bar, value in zip(bars, values):
+        ax.text(bar.get_width() + 0.4, bar.get_y() + bar.get_height() / 2, f"{value:.1f} %",
+                va="center", fontsize=11)
+    ax.set_xlabel("one (V, d) matrix, % of the model as published")
+    ax.set_xlim(0, max(values) * 1.25)
+    ax.legend(handles=[Rectangle((0, 0), 1, 1, color=LOOKUP), Rectangle((0, 0), 1, 1, color=GREY)],
+              labels=["ties", "unties"], loc="lower right", frameon=False)
+
+
+@drawing(height=3.6)
+def first_loss(fig, sigmas, losses, vocab: int, marked: float):
+    """Mean first loss of random logits against their standard deviation."""
+    ax = fig.add_subplot()
+    sigmas, losses = np.asarray(sigmas), np.asarray(losses)
+    ax.plot(sigmas, losses, "o-", color=HEAD, lw=2, ms=5, label="measured")
+    small = sigmas <= 3
+    ax.plot(sigmas[small], np.log(vocab) + sigmas[small] ** 2 / 2, ":", color=INK, lw=2,
+            label=r"$\ln V + \sigma^2/2$")
+    ax.axhline(np.log(vocab), color=LOOKUP, ls="--", lw=1.5)
+    ax.text(sigmas[-1], np.log(vocab) - 0.5, rf"$\ln V = {np.log(vocab):.1f}$: knows nothing",
+            ha="right", va="top", color=LOOKUP, fontsize=12)
+    at = losses[np.argmin(abs(sigmas - marked))]
+    ax.annotate(f"{at:.1f}", (marked, at), xytext=(-40, 0), textcoords="offset points",
+                ha="right", va="center", fontsize=12, arrowprops=dict(arrowstyle="-", color=INK))
+    ax.set_xlabel(r"standard deviation $\sigma$ of the first logits")
+    ax.set_ylabel("first loss (nats)")
+    ax.set_ylim(0, max(losses) * 1.1)
+    ax.legend(loc="upper left", frameon=False)
+
+
+@drawing(height=4.0)
+def gradient_paths(fig, lookup, projection):
+    """The norm of each row's gradient, one panel per path into the shared matrix."""
+    rows = np.arange(len(lookup))
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    for ax, grad, color, name in ((top, lookup, LOOKUP, "lookup  E[ids]"),
+                                  (bottom, projection, HEAD, r"projection  $h\,E^\top$")):
+        norms = np.linalg.norm(np.asarray(grad, np.float64), axis=1)
+        touched = int(np.count_nonzero(norms))
+        if len(rows) <= 40:
+            ax.bar(rows, norms, color=color, width=0.7)
+            ax.set_xticks(rows)
+        else:
+            ax.fill_between(rows, norms, step="mid", color=color, lw=0)
+        ax.set_title(f"{name}: {touched} of {len(rows)} rows receive a gradient", loc="left",
+                     color=color)
+        ax.set_ylabel("‖row gradient‖")
+    bottom.set_xlabel("row v of E (token v)")
