@@ -17,6 +17,7 @@ import nbformat
 
 from grader import judge
 from grader.probe_kernel import run_in_process
+from grader.probe_runtime import error_fact
 from grader.registry import chapter
 from grader.report import as_dict
 from grader.runner import Result, notebook_verdict
@@ -28,36 +29,36 @@ def _shell():
     return InteractiveShell.instance()
 
 
-def _cell_error(result) -> dict:
-    """The failure of one cell as the worker records it: type, message, the student's line."""
-    exc = result.error_in_exec or result.error_before_exec
-    return judge_error(exc)
-
-
-def judge_error(exc: BaseException) -> dict:
-    from grader.probe_runtime import error_fact
-
-    return error_fact(exc)["error"]
-
-
 def run_cells(nb: nbformat.NotebookNode) -> tuple[dict, list[dict]]:
-    """Run every code cell in a fresh namespace; the namespace and each cell's outcome."""
+    """Run every code cell in a fresh namespace; the namespace and each cell's outcome.
+    The notebook's own ``check()`` cell stands aside, as it does when the grader runs it."""
     shell = _shell()
     shell.reset(new_session=False)
     cells = []
-    os.environ["TIED_GRADING"] = "1"  # the notebook's own check() cell stands aside
-    index = 0
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            result = shell.run_cell(cell.source, store_history=False, silent=True)
-        record = {"cell": index, "passed": result.success}
-        if not result.success:
-            record["error"] = _cell_error(result)
-        cells.append(record)
-        index += 1
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    with patched_env(TIED_GRADING="1"):
+        for index, cell in enumerate(code):
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                result = shell.run_cell(cell.source, store_history=False, silent=True)
+            record = {"cell": index, "passed": result.success}
+            if not result.success:
+                record["error"] = error_fact(result.error_in_exec or result.error_before_exec)["error"]
+            cells.append(record)
     return shell.user_ns, cells
+
+
+@contextlib.contextmanager
+def patched_env(**values):
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def grade_in_process(nb: nbformat.NotebookNode, chapter_id: str, lang: str = "en") -> dict:
