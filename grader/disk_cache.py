@@ -32,6 +32,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .atomic import write_atomic
+from .cases import secret_id
 from .probe_runtime import decode
 
 LIBRARIES = ("numpy", "jax", "jaxlib", "flax", "torch")
@@ -65,9 +66,13 @@ def fingerprint() -> str:
 
 
 def _part(kind: str) -> Path | None:
-    """This grader's folder for one kind of content (``references``, ``jax``), if any."""
+    """This grader's folder for one kind of content (``references``, ``jax``), if any.
+    References also depend on the teacher's secret, which seeds the hidden cases."""
     root = folder()
-    return None if root is None else root / kind / fingerprint()
+    if root is None:
+        return None
+    secret = secret_id() if kind == "references" else ""
+    return root / kind / (fingerprint() + (f"-{secret}" if secret else ""))
 
 
 @contextmanager
