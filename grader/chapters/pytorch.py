@@ -240,8 +240,8 @@ def judge_structure(case: Case, facts: dict, _ref) -> Finding | None:
 def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
     ids = np.asarray(case.args["input_ids"])
     v = case.args["vocab_size"]
-    if facts["logits"] is None:
-        return Finding("common.not_an_array", {"type": facts["type"]})
+    if facts["logits"] is None:  # not a tensor, or a complex one
+        return Finding("common.not_an_array", {"type": facts["dtype"] or facts["type"]})
     if facts["dtype"] != "torch.float32":
         return Finding("common.wrong_dtype", {"got": facts["dtype"], "expected": "torch.float32"})
     logits = np.asarray(facts["logits"])
@@ -357,6 +357,8 @@ def judge_logits(case: Case, facts: dict, ref) -> Finding | None:
     backward pass leaves on h, E and b: the result must stay on the autograd graph."""
     if not facts["is_tensor"]:
         return Finding("pytorch.not_a_tensor", {"type": facts["type"]})
+    if facts["logits"] is None:  # a complex tensor
+        return Finding("common.not_an_array", {"type": facts["dtype"]})
     finding = LOGIT_VALUES(case, facts["logits"], ref)
     if finding is not None:
         return finding

@@ -152,4 +152,9 @@ PITFALLS = [
         2: tiny_forward(last_line="return self.ln_f(x) @ self.embed.weight.detach().T"),
     }, {"tie_weights": "pass", "TinyLM.tied": "pass", "TinyLM.forward": "pass",
         "TinyLM.grad": "pytorch.projection_detached"}),
+    Pitfall(CH, "float64_logits_and_E_detached", {
+        2: tiny_forward(last_line="return self.lm_head(self.ln_f(x)).double()"),
+        3: "logits = h @ E.detach().T\nreturn logits if b is None else logits + b",
+    }, {"TinyLM.tied": "pass", "TinyLM.forward": "common.wrong_dtype", "TinyLM.grad": "pass",
+        "tied_logits": "pytorch.logits_detached"}),
 ]
