@@ -1,20 +1,52 @@
-"""Chapter 01, Flax Linen: ``TiedIO`` and ``tied_io_embed``."""
+"""Chapter 01, Flax Linen: ``TiedIO`` and ``tied_io_embed``.
+
+The references of the tied matrix itself live here too, and chapter 02 reuses them:
+the tied logits, the two paths of its gradient, and the symptoms that name what a
+wrong lookup or projection did.
+"""
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, partial
 
 import numpy as np
 
-from ..cases import float_args, hidden_rng, self_logits_negative, token_ids
-from ..judge import close, matches_reference
-from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Symptom
+from ..cases import float_args, hidden_rng, self_logits_negative
+from ..judge import as_numbers, close, compare_arrays
+from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
 
 INIT_STD = 0.02
-# Shapes (T, V, D) of the hidden cases: one token, a square matrix (where a missing
-# transpose still runs), repeated ids, and the largest size the issue names.
-HIDDEN_SHAPES = ((1, 7, 5), (6, 16, 16), (9, 50, 8), (32, 512, 256))
-PUBLIC = dict(seed=0, token_ids=[0, 2], vocab_size=4, d_model=3)
+# The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
+MAX_TOKENS, MAX_VOCAB, MAX_D = 64, 512, 256
+# Shapes (T, V, D) of the hidden cases: a single token, a square matrix (where a
+# missing transpose still runs), the most tokens over a vocabulary smaller than D (every
+# id repeats), some ids repeated and some absent, and the largest sizes the text allows.
+HIDDEN_SHAPES = ((1, 7, 5), (6, 16, 16), (MAX_TOKENS, 9, 12), (33, 50, 8), (MAX_TOKENS, MAX_VOCAB, MAX_D))
+# Fewer for the gradients, which compile once per shape: a single token, every id
+# repeated, and the largest sizes.
+GRAD_SHAPES = ((1, 7, 5), (MAX_TOKENS, 9, 12), (MAX_TOKENS, MAX_VOCAB, MAX_D))
+PUBLIC = dict(seed=0, token_ids=[0, 2], vocab_size=4, d_model=3)  # the notebook's worked example
+GRAD_PUBLIC = dict(token_ids=[0, 2, 2], targets=[2, 2, 3])  # its gradient cell, on the same module
+FORWARD_TOL = dict(rtol=1e-4, atol=1e-5)
+# tied_io_embed's logits are about 0.02² · D: its own, tighter tolerance.
+EMBED_TOL = dict(rtol=1e-5, atol=1e-6)
+GRAD_TOL = dict(rtol=1e-4, atol=1e-6)
 
+
+def shape_shown(**sizes) -> dict:
+    """The ``shown`` of a case: its sizes, as the student would write them."""
+    return {"shape": ", ".join(f"{k}={v}" for k, v in sizes.items())}
+
+
+def edge_ids(rng: np.random.Generator, length: int, vocab_size: int) -> list[int]:
+    """Random ids that include the last and the first row of the matrix (from two
+    tokens on): an off-by-one lookup shows at either end."""
+    ids = [int(i) for i in rng.integers(0, vocab_size, size=length)]
+    if length >= 2:
+        ids[0], ids[-1] = vocab_size - 1, 0
+    return ids
+
+
+# ---------------------------------------------------------------- references
 
 @cache
 def _reference_module():
@@ -34,49 +66,214 @@ def _reference_module():
     return TiedIO
 
 
-def reference_logits(seed, token_ids, vocab_size, d_model):
+@cache
+def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
+    """The float32 matrix that ``TiedIO(V, D).init(PRNGKey(seed), ...)`` draws."""
     import jax
     import jax.numpy as jnp
 
-    ids = jnp.asarray(token_ids, jnp.int32)
-    module = _reference_module()(vocab_size=int(vocab_size), d_model=int(d_model))
-    variables = module.init(jax.random.PRNGKey(int(seed)), ids)
-    return np.asarray(module.apply(variables, ids))
+    module = _reference_module()(vocab_size=vocab_size, d_model=d_model)
+    variables = module.init(jax.random.PRNGKey(seed), jnp.zeros((1,), jnp.int32))
+    return np.asarray(variables["params"]["embedding"])
 
 
-def tied_logits(embedding, token_ids):
-    """``E[ids] @ E.T`` in float64: the reference does not add its own rounding."""
+def tied_logits(embedding, token_ids) -> np.ndarray:
+    """``E[ids] @ E.T`` in float64: the reference adds no rounding of its own."""
     emb = np.asarray(embedding, np.float64)
     return emb[np.asarray(token_ids, int)] @ emb.T
 
 
+def gradient_paths(embedding, token_ids, targets) -> np.ndarray:
+    """The two paths of the gradient of the mean cross-entropy of ``E[ids] @ E.T``, in float64.
+
+    Row 0 is what flows back through the lookup, row 1 what flows back through the
+    projection; their sum is the gradient of the one matrix.  Written out rather than
+    differentiated, so that it costs no compilation: with ``G = (softmax(Z) -
+    onehot(targets)) / T`` the gradient of the logits ``Z = X @ H.T``, the projection
+    ``H`` receives ``G.T @ X`` and each looked-up row ``X[t] = E[ids[t]]`` receives
+    ``(G @ H)[t]``, added into row ``ids[t]`` once per occurrence.
+    """
+    emb = np.asarray(embedding, np.float64)
+    ids, targets = np.asarray(token_ids, int), np.asarray(targets, int)
+    x = emb[ids]
+    z = x @ emb.T
+    g = np.exp(z - z.max(axis=1, keepdims=True))
+    g /= g.sum(axis=1, keepdims=True)
+    g[np.arange(len(ids)), targets] -= 1.0
+    g /= len(ids)
+    lookup = np.zeros_like(emb)
+    np.add.at(lookup, ids, g @ emb)
+    return np.stack([lookup, g.T @ x])
+
+
+def gradient_reference(case: Case) -> dict:
+    args = case.args
+    return {"logits": tied_logits(args["embedding"], args["token_ids"]),
+            "paths": gradient_paths(args["embedding"], args["token_ids"], args["targets"])}
+
+
+# ---------------------------------------------------------------- what a wrong result shows
+
+def looked_up_rows(embedding, value, tol: dict = FORWARD_TOL) -> np.ndarray | None:
+    """For each row of ``value``, the token whose row of ``E @ E.T`` it is, or None
+    when some row is none of them (then the projection itself is wrong)."""
+    emb = np.asarray(embedding, np.float64)
+    gram = emb @ emb.T
+    arr = as_numbers(value)
+    if arr is None or arr.ndim != 2 or arr.shape[1] != len(gram):
+        return None
+    arr = arr.astype(np.float64)
+    # |a - g_j|^2 = |a|^2 - 2 a.g_j + |g_j|^2: the nearest row without a (T, V, V) array.
+    nearest = np.argmin(-2 * arr @ gram.T + np.sum(gram ** 2, axis=1), axis=1)
+    return nearest if close(arr, gram[nearest], **tol) else None
+
+
+def logits_symptom(keys: dict, embedding, token_ids, value, tol: dict = FORWARD_TOL) -> Finding | None:
+    """What a wrong ``(T, V)`` result of the tied logits shows, given the matrix and the
+    ids it was computed from; ``keys`` gives each symptom its chapter's message key.
+    ``value`` may be flattened: it is read in the layout its size allows."""
+    emb = np.asarray(embedding, np.float64)
+    ids = np.asarray(token_ids, int)
+    ref = tied_logits(emb, ids)
+    arr = as_numbers(value)
+    if arr is None:
+        return None
+    t, v = ref.shape
+    if arr.size == ref.size and close(np.reshape(arr, (v, t)).T, ref, **tol):
+        return Finding(keys["transposed"])
+    if arr.size == ref.size and v == emb.shape[1] and close(np.reshape(arr, (t, v)), emb[ids] @ emb, **tol):
+        return Finding(keys["missing_transpose"])
+    if arr.size == v * v and t != v and close(np.reshape(arr, (v, v)), emb @ emb.T, **tol):
+        return Finding(keys["no_lookup"])
+    if arr.size != ref.size:
+        return None
+    table = np.reshape(arr, (t, v)).astype(np.float64)
+    rows = looked_up_rows(emb, table, tol)
+    if rows is not None and np.any(rows != ids):
+        return Finding(keys["wrong_rows"], {"count": int(np.sum(rows != ids)), "total": t})
+    factor = float(np.sum(table * ref) / max(np.sum(ref * ref), 1e-300))
+    if abs(factor - 1) > 1e-3 and close(table, factor * ref, **tol):
+        return Finding(keys["scaled"], {"factor": f"{factor:.4g}"})
+    return None
+
+
+def judge_logits(keys: dict, matrix, flat: bool, tol: dict = FORWARD_TOL, dtype: str = ""):
+    """Judge of an item whose value is the tied logits of ``matrix(case)`` and the
+    case's ids (flattened when ``flat``), within ``tol``: on a mismatch, the symptom
+    that names the mistake, else the generic finding."""
+
+    def judge(case: Case, value, ref) -> Finding | None:
+        finding = compare_arrays(value, ref, **tol, dtype=dtype)
+        if finding is None or finding.key in ("common.not_an_array", "common.wrong_dtype"):
+            return finding
+        embedding, ids = matrix(case), ids_of(case)
+        if flat and close(np.ravel(value), ref, **tol):
+            return Finding("common.not_flattened")
+        symptom = logits_symptom(keys, embedding, ids, value, tol)
+        if symptom is not None:
+            return Finding(symptom.key, {**finding.params, **symptom.params})
+        if np.size(value) == np.size(ref) and self_logits_negative(np.reshape(value, (len(ids), -1)), ids):
+            return Finding("common.untied", finding.params)
+        return finding
+
+    return judge
+
+
+def judge_gradient(keys: dict):
+    """Judge of the gradient of the mean cross-entropy through the student's module,
+    with respect to the one matrix: it must be the sum of both paths.  A path that is
+    missing is named: something on that path stops the gradient."""
+
+    def judge(case: Case, value: dict, ref: dict) -> Finding | None:
+        if not isinstance(value, dict) or "grad" not in value or "logits" not in value:
+            return Finding("common.not_an_array", {"type": type(value).__name__})
+        if compare_arrays(value["logits"], ref["logits"], **FORWARD_TOL) is not None:
+            return Finding(keys["grad_after_forward"])
+        lookup, head = ref["paths"]
+        grad = value["grad"]
+        finding = compare_arrays(grad, lookup + head, **GRAD_TOL)
+        if finding is None or finding.key != "common.wrong_values":
+            return finding
+        if close(grad, np.zeros_like(lookup), **GRAD_TOL):
+            return Finding(keys["grad_blocked"], finding.params)
+        if close(grad, head, **GRAD_TOL):
+            return Finding(keys["grad_lookup_blocked"], finding.params)
+        if close(grad, lookup, **GRAD_TOL):
+            return Finding(keys["grad_head_blocked"], finding.params)
+        return finding
+
+    return judge
+
+
 # ---------------------------------------------------------------- cases
 
-def embed_cases() -> list[Case]:
-    rng = hidden_rng("01_linen/tied_io_embed")
-    found = [Case("worked example (V=4, D=3, ids [0, 2])", {"fn": "tied_io_embed", "args": float_args(**PUBLIC)}, True)]
+def ids_of(case: Case) -> np.ndarray:
+    args = case.args
+    ids = args["args"][1] if "args" in args else args["token_ids"]
+    return np.asarray(ids).astype(int)
+
+
+def embed_sizes(case: Case) -> tuple[int, int, int]:
+    seed, _, v, d = case.args["args"]
+    return int(seed), int(v), int(d)
+
+
+def embed_cases(item: str) -> list[Case]:
+    """The worked example of ``tied_io_embed`` (every argument a float), then hidden
+    seeds, ids and sizes; ``item`` names the hidden generator."""
+    rng = hidden_rng(item)
+    t, v, d = len(PUBLIC["token_ids"]), PUBLIC["vocab_size"], PUBLIC["d_model"]
+    found = [Case("case.worked_example", {"fn": "tied_io_embed", "args": float_args(**PUBLIC)}, True,
+                  shape_shown(seed=0, T=t, V=v, D=d))]
     for t, v, d in HIDDEN_SHAPES:
-        args = dict(seed=int(rng.integers(0, 2**31 - 1)), token_ids=token_ids(rng, t, v), vocab_size=v, d_model=d)
-        found.append(Case(f"hidden (T={t}, V={v}, D={d})", {"fn": "tied_io_embed", "args": float_args(**args)}))
+        # Seeds from 1 on: a function that ignores its seed (always 0) is wrong on each.
+        args = dict(seed=int(rng.integers(1, 2**31 - 1)), token_ids=edge_ids(rng, t, v), vocab_size=v, d_model=d)
+        found.append(Case("case.hidden", {"fn": "tied_io_embed", "args": float_args(**args)},
+                          shown=shape_shown(T=t, V=v, D=d)))
     return found
 
 
 def structure_cases() -> list[Case]:
     return [
-        Case("TiedIO(vocab_size=4, d_model=3)", {"vocab_size": 4, "d_model": 3, "seed": 0}, True),
-        Case("hidden TiedIO(vocab_size=512, d_model=256)", {"vocab_size": 512, "d_model": 256, "seed": 7}),
+        Case("case.worked_example", {"vocab_size": 4, "d_model": 3, "seed": 0}, True, shape_shown(V=4, D=3)),
+        Case("case.hidden", {"vocab_size": 9, "d_model": 12, "seed": 3}, shown=shape_shown(V=9, D=12)),
+        Case("case.hidden", {"vocab_size": MAX_VOCAB, "d_model": MAX_D, "seed": 7},
+             shown=shape_shown(V=MAX_VOCAB, D=MAX_D)),
     ]
 
 
-def forward_cases() -> list[Case]:
-    rng = hidden_rng("01_linen/TiedIO.__call__")
-    found = []
-    for t, v, d in ((2, 4, 3),) + HIDDEN_SHAPES:
-        # Entries of std D^(-1/4) make every logit O(1), so float32 rounding stays
-        # far inside the tolerance whatever the order of the sums.
-        embedding = rng.normal(0.0, d ** -0.25, (v, d)).astype(np.float32)
-        args = dict(vocab_size=v, d_model=d, token_ids=token_ids(rng, t, v), embedding=embedding)
-        found.append(Case(f"given matrix (T={t}, V={v}, D={d})", args, public=(v == 4)))
+def random_matrix(rng: np.random.Generator, v: int, d: int) -> np.ndarray:
+    # Entries of std D^(-1/4) make every logit O(1), so float32 rounding stays far
+    # inside the tolerance whatever the order of the sums.
+    return rng.normal(0.0, d ** -0.25, (v, d)).astype(np.float32)
+
+
+def forward_cases(item: str, drawn) -> list[Case]:
+    """The worked example's matrix (``drawn(seed, V, D)``, what the module draws) and ids,
+    then matrices the grader draws with the generator named ``item``."""
+    rng = hidden_rng(item)
+    v, d = PUBLIC["vocab_size"], PUBLIC["d_model"]
+    found = [Case("case.worked_example", dict(vocab_size=v, d_model=d, token_ids=PUBLIC["token_ids"],
+                                              embedding=drawn(0, v, d)),
+                  True, shape_shown(T=len(PUBLIC["token_ids"]), V=v, D=d))]
+    for t, v, d in HIDDEN_SHAPES:
+        args = dict(vocab_size=v, d_model=d, token_ids=edge_ids(rng, t, v), embedding=random_matrix(rng, v, d))
+        found.append(Case("case.hidden", args, shown=shape_shown(T=t, V=v, D=d)))
+    return found
+
+
+def gradient_cases() -> list[Case]:
+    """The notebook's gradient cell (its module's matrix, its ids and targets), then
+    matrices the grader draws."""
+    rng = hidden_rng("01_linen/TiedIO.gradient")
+    v, d = PUBLIC["vocab_size"], PUBLIC["d_model"]
+    found = [Case("case.worked_example", dict(vocab_size=v, d_model=d, **GRAD_PUBLIC,
+                                              embedding=reference_embedding(0, v, d)),
+                  True, shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, D=d))]
+    for t, v, d in GRAD_SHAPES:
+        args = dict(vocab_size=v, d_model=d, token_ids=edge_ids(rng, t, v),
+                    targets=[int(i) for i in rng.integers(0, v, size=t)], embedding=random_matrix(rng, v, d))
+        found.append(Case("case.hidden", args, shown=shape_shown(T=t, V=v, D=d)))
     return found
 
 
@@ -99,62 +296,116 @@ def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
     return None
 
 
-def _untransposed(case: Case, value) -> bool:
-    ids, emb = case.args["token_ids"], case.args["embedding"]
-    return emb.shape[0] == emb.shape[1] and close(value, emb[ids] @ emb, 1e-4, 1e-5)
+KEYS = dict(
+    transposed="linen.product_transposed", missing_transpose="linen.missing_transpose",
+    no_lookup="linen.no_lookup", wrong_rows="linen.wrong_rows", scaled="linen.scaled",
+    grad_after_forward="linen.grad_after_forward", grad_blocked="linen.grad_blocked",
+    grad_lookup_blocked="linen.grad_lookup_blocked", grad_head_blocked="linen.grad_head_blocked",
+)
 
 
-def _untransposed_embed(case: Case, value) -> bool:
-    seed, ids, v, d = case.args["args"]
-    if v != d:
-        return False
-    import jax
-
-    emb = _reference_module()(vocab_size=int(v), d_model=int(d)).init(
-        jax.random.PRNGKey(int(seed)), np.asarray(ids, np.int32))["params"]["embedding"]
-    emb = np.asarray(emb)
-    return close(np.ravel(value), (emb[np.asarray(ids, int)] @ emb).ravel(), 1e-4, 1e-6)
-
-
-def _not_flattened(case: Case, value) -> bool:
-    _, ids, v, _ = case.args["args"]
-    return np.shape(value) == (len(ids), int(v))
-
-
-def _embed_untied(case: Case, value) -> bool:
-    _, ids, v, _ = case.args["args"]
-    return np.size(value) == len(ids) * int(v) and self_logits_negative(np.reshape(value, (len(ids), int(v))), ids)
+def judge_embed(case: Case, value, ref) -> Finding | None:
+    seed, v, d = embed_sizes(case)
+    finding = judge_logits(KEYS, lambda c: reference_embedding(seed, v, d), flat=True, tol=EMBED_TOL,
+                           dtype="float32")(case, value, ref)
+    if finding is not None and finding.key == "common.wrong_values" and seed != 0:
+        if close(value, tied_logits(reference_embedding(0, v, d), ids_of(case)).ravel(), **EMBED_TOL):
+            return Finding("linen.ignores_seed", finding.params)
+    return finding
 
 
 MISSING_TRANSPOSE = ErrorPattern("linen.missing_transpose", r"TypeError|ValueError", r"dot_general requires contracting|matmul")
 FLOAT_IDS = ErrorPattern("linen.float_ids", r"TypeError|IndexError", r"integer or boolean|indices must be integers")
+FLOAT_SIZES = ErrorPattern("linen.float_sizes", r"TypeError", r"Shapes must be 1D sequences of concrete values of integer")
+FLOAT_SEED = ErrorPattern("linen.float_seed", r"TypeError", r"PRNG key seed must be an integer")
+# An nn.Embed named "embedding" looks for its own dict of parameters in the grader's array.
+SUBMODULE = ErrorPattern("linen.submodule", r"TypeError", r"Array.__contains__: unsupported operand type")
+NUMPY_IN_GRADIENT = ErrorPattern("linen.grad_numpy", r"TracerArrayConversionError")
+
+STRUCTURE_PROMISES = (
+    Promise("a Linen module with fields vocab_size and d_model",
+            "probe tiedio_structure builds TiedIO(vocab_size=V, d_model=D) by keyword"),
+    Promise("it owns exactly one parameter", "judge_structure: linen.param_count; linen.second_param (NameInUseError)"),
+    Promise("named embedding", "judge_structure: linen.param_name (the path must be params/embedding)"),
+    Promise("of shape (V, D)", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
+            "V=512, D=256 (hidden)"),
+    Promise("initialised with nn.initializers.normal(stddev=0.02)",
+            "judge_structure: common.init_std on the V=512, D=256 case (tolerance 10 standard errors); the exact "
+            "draw is held by tied_io_embed's values"),
+    Promise("the worked example: one (4, 3) leaf", "public case V=4, D=3, seed 0, as in the notebook"),
+)
+FORWARD_PROMISES = (
+    Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedio_forward passes int32 ids"),
+    Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
+            "hidden cases T=1; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; every case with "
+            "two or more ids holds id V-1 first and id 0 last"),
+    Promise("returns logits of shape (T, V)", "compare_arrays: common.wrong_shape; linen.product_transposed "
+            "for embedding @ x.T; linen.no_lookup for (V, V)"),
+    Promise("look the ids up in it", "logits_symptom: linen.wrong_rows (an off-by-one or reordered lookup)"),
+    Promise("then project with its transpose", "logits_symptom: linen.missing_transpose (runs on the square case "
+            "V=D=16, raises elsewhere: MISSING_TRANSPOSE); linen.scaled for a rescaled product"),
+    Promise("the projection reads the same parameter", "the grader applies the module with only params/embedding "
+            "given: a second parameter raises linen.param_not_found"),
+    Promise("values", "matches E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader"),
+)
+GRADIENT_PROMISES = (
+    Promise("both uses of embedding stay differentiable: the gradient of a loss with respect to it is the sum of "
+            "the lookup path and the projection path",
+            "probe tiedio_gradient takes jax.grad of the mean cross-entropy through TiedIO.apply and sends the raw "
+            "gradient; judge_gradient compares it with gradient_paths (both paths, float64) within rtol=1e-4, "
+            "atol=1e-6"),
+    Promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)",
+            "linen.grad_lookup_blocked / linen.grad_head_blocked / linen.grad_blocked name the missing path; "
+            "a NumPy conversion under jax.grad is linen.grad_numpy, with the student's line"),
+    Promise("the worked example: ids [0, 2, 2], targets [2, 2, 3] on the module's own (4, 3) matrix prints True",
+            "public case: the same matrix (TiedIO(4, 3) at PRNGKey(0)), ids and targets"),
+    Promise("1 to 64 ids, with V up to 512 and D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); "
+            "T=64, V=512, D=256"),
+)
+EMBED_PROMISES = (
+    Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
+            "every case sends floats, the ids a float32 array; called positionally as the signature has no defaults"),
+    Promise("cast V and D to int", "FLOAT_SIZES: linen.float_sizes"),
+    Promise("and the ids to jnp.int32", "FLOAT_IDS: linen.float_ids"),
+    Promise("initialise TiedIO with jax.random.PRNGKey(int(seed))", "values equal the reference's draw for each "
+            "hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed"),
+    Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; common.untied "
+            "when a token's logit with itself is negative; linen.scaled"),
+    Promise("return the logits flattened to shape (T·V,)", "common.not_flattened when the (T, V) array is right"),
+    Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
+            "(common.wrong_dtype)"),
+    Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
+)
 
 CHAPTER = Chapter(
     id="01_linen",
     title="Flax Linen",
     probe_module="grader.chapters.linen_probe",
-    errors=(MISSING_TRANSPOSE, FLOAT_IDS,
+    errors=(MISSING_TRANSPOSE, FLOAT_IDS, FLOAT_SIZES, FLOAT_SEED, SUBMODULE,
             ErrorPattern("linen.second_param", r"NameInUseError"),
             ErrorPattern("linen.param_not_found", r"ScopeParamNotFoundError")),
     items=(
         Item(
             name="TiedIO.params", symbol="TiedIO", points=2, probe="tiedio_structure",
             cases=structure_cases, reference=lambda case: None, judge=judge_structure,
+            promises=STRUCTURE_PROMISES,
         ),
         Item(
             name="TiedIO.__call__", symbol="TiedIO", points=2, probe="tiedio_forward",
-            cases=forward_cases,
+            cases=partial(forward_cases, "01_linen/TiedIO.__call__", reference_embedding),
             reference=lambda case: tied_logits(case.args["embedding"], case.args["token_ids"]),
-            judge=matches_reference((Symptom("linen.missing_transpose", _untransposed),), rtol=1e-4, atol=1e-5),
+            judge=judge_logits(KEYS, lambda case: case.args["embedding"], flat=False),
+            promises=FORWARD_PROMISES,
         ),
         Item(
-            name="tied_io_embed", points=3, probe="call", cases=embed_cases,
-            reference=lambda case: reference_logits(*case.args["args"]).reshape(-1),
-            judge=matches_reference((
-                Symptom("linen.missing_transpose", _untransposed_embed),
-                Symptom("common.not_flattened", _not_flattened),
-                Symptom("common.untied", _embed_untied),
-            )),
+            name="TiedIO.gradient", symbol="TiedIO", points=2, probe="tiedio_gradient",
+            cases=gradient_cases, reference=gradient_reference, judge=judge_gradient(KEYS),
+            errors=(NUMPY_IN_GRADIENT,), promises=GRADIENT_PROMISES,
+        ),
+        Item(
+            name="tied_io_embed", points=3, probe="call", cases=partial(embed_cases, "01_linen/tied_io_embed"),
+            reference=lambda case: tied_logits(reference_embedding(*embed_sizes(case)), ids_of(case)).reshape(-1),
+            judge=judge_embed, promises=EMBED_PROMISES,
         ),
     ),
 )

@@ -29,3 +29,28 @@ def tiedio_forward(ns, vocab_size, d_model, token_ids, embedding):
 
     module = lookup(ns, "TiedIO")(vocab_size=vocab_size, d_model=d_model)
     return module.apply({"params": {"embedding": jnp.asarray(embedding)}}, jnp.asarray(token_ids, jnp.int32))
+
+
+def mean_cross_entropy(logits, targets):
+    """The loss of the gradient items, written here so that no cell can change it."""
+    import jax
+    import jax.numpy as jnp
+
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, jnp.asarray(targets, jnp.int32)[:, None], axis=-1))
+
+
+def tiedio_gradient(ns, vocab_size, d_model, token_ids, targets, embedding):
+    """The logits of ``TiedIO`` on a matrix chosen by the grader, and the raw gradient of
+    their mean cross-entropy with respect to that one matrix (None when the logits are
+    not (T, V): the loss is not defined on them, and the judge reads the logits first)."""
+    import jax
+    import jax.numpy as jnp
+
+    module = lookup(ns, "TiedIO")(vocab_size=vocab_size, d_model=d_model)
+    ids, matrix = jnp.asarray(token_ids, jnp.int32), jnp.asarray(embedding)
+    logits = module.apply({"params": {"embedding": matrix}}, ids)
+    if tuple(getattr(logits, "shape", ())) != (len(token_ids), vocab_size):
+        return {"logits": logits, "grad": None}
+    loss = lambda m: mean_cross_entropy(module.apply({"params": {"embedding": m}}, ids), targets)
+    return {"logits": logits, "grad": jax.grad(loss)(matrix)}

@@ -1,23 +1,25 @@
-"""Chapter 02, Flax NNX: ``TiedEmbed``, ``tied_io_embed`` and ``tied_grad_paths``."""
+"""Chapter 02, Flax NNX: ``TiedEmbed``, ``tied_io_embed`` and ``tied_grad_paths``.
+
+The tied logits, the two paths of the gradient and the symptoms of a wrong lookup or
+projection are chapter 01's (``linen.py``): the matrix is the same, only its holder differs.
+"""
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, partial
 
 import numpy as np
 
-from ..cases import float_args, hidden_rng, self_logits_negative, token_ids
-from ..judge import close, compare_arrays, matches_reference
-from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Symptom
+from ..cases import hidden_rng
+from ..judge import close, matches_reference
+from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
+from .linen import (GRAD_SHAPES, GRAD_TOL, PUBLIC, edge_ids, embed_cases, embed_sizes, forward_cases, gradient_paths,
+                    gradient_reference, ids_of, judge_gradient, judge_logits, random_matrix, shape_shown,
+                    structure_cases, tied_logits)
 
-# Shapes (T, V, D) of the hidden cases: one token, a square matrix (where a missing
-# transpose still runs), repeated ids, and a large vocabulary.  Every item uses the
-# same few (V, D), so the kernel compiles each random draw and matmul only once.
-HIDDEN_SHAPES = ((1, 16, 16), (6, 16, 16), (9, 50, 8), (32, 512, 256))
-PUBLIC = dict(seed=0, token_ids=[0, 2], vocab_size=4, d_model=3)
-# The gradient exercise: its worked example repeats token 2, so that a lookup gradient
-# written with .set instead of .add already shows on the public case.
-GRAD_PUBLIC = dict(token_ids=[0, 2, 2], targets=[2, 2, 4], vocab_size=5, d_model=3)
-GRAD_HIDDEN = ((9, 50, 8), (12, 10, 4))
+# The gradient cells: E = normal(key(1), (5, 3)) / sqrt(3), and ids that repeat token 2,
+# so that a lookup gradient written with .set instead of .add already shows there.
+GRAD_PUBLIC = dict(token_ids=[0, 2, 2], targets=[2, 2, 4], vocab_size=5, d_model=3, key=1)
+EMBED_TOL = dict(rtol=1e-5, atol=1e-5)
 DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
 
 
@@ -39,100 +41,65 @@ def _reference_module():
     return TiedEmbed
 
 
-def reference_embedding(seed, vocab_size, d_model) -> np.ndarray:
+@cache
+def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
     """The float32 matrix that ``TiedEmbed(V, D, rngs=nnx.Rngs(seed))`` draws."""
     from flax import nnx
 
-    model = _reference_module()(int(vocab_size), int(d_model), rngs=nnx.Rngs(int(seed)))
+    model = _reference_module()(vocab_size, d_model, rngs=nnx.Rngs(seed))
     return np.asarray(model.embedding[...])
-
-
-def tied_logits(embedding, ids) -> np.ndarray:
-    """``E[ids] @ E.T`` in float64: the reference adds no rounding of its own."""
-    emb = np.asarray(embedding, np.float64)
-    return emb[np.asarray(ids, int)] @ emb.T
 
 
 def reference_embed(seed, ids, vocab_size, d_model) -> np.ndarray:
     return tied_logits(reference_embedding(seed, vocab_size, d_model), ids).reshape(-1)
 
 
-def reference_grad_paths(embedding, ids, targets) -> np.ndarray:
-    """The two paths of the gradient of the mean cross-entropy of ``E[ids] @ E.T``, in float64.
+@cache
+def worked_matrix() -> np.ndarray:
+    """The matrix of the notebook's gradient cells: ``normal(key(1), (5, 3)) / sqrt(3)``."""
+    import jax
+    import jax.numpy as jnp
 
-    Row 0 is what ``nnx.grad`` gives the lookup matrix of an untied copy whose two
-    matrices both equal ``embedding``, row 1 what it gives the projection matrix;
-    their sum is the gradient of the tied parameter.  Written out rather than
-    differentiated, so that it costs no compilation: with ``G = (softmax(Z) -
-    onehot(targets)) / T`` the gradient of the logits ``Z = X @ H.T``, the projection
-    ``H`` receives ``G.T @ X`` and each looked-up row ``X[t] = E[ids[t]]`` receives
-    ``(G @ H)[t]``, added into row ``ids[t]`` once per occurrence.
-    """
-    emb = np.asarray(embedding, np.float64)
-    ids, targets = np.asarray(ids, int), np.asarray(targets, int)
-    x = emb[ids]
-    z = x @ emb.T
-    p = np.exp(z - z.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
-    g = p
-    g[np.arange(len(ids)), targets] -= 1.0
-    g /= len(ids)
-    lookup = np.zeros_like(emb)
-    np.add.at(lookup, ids, g @ emb)
-    return np.stack([lookup, g.T @ x])
+    v, d = GRAD_PUBLIC["vocab_size"], GRAD_PUBLIC["d_model"]
+    return np.asarray(jax.random.normal(jax.random.key(GRAD_PUBLIC["key"]), (v, d)) / jnp.sqrt(float(d)))
 
 
 # ---------------------------------------------------------------- cases
 
-def structure_cases() -> list[Case]:
-    return [
-        Case("TiedEmbed(4, 3, rngs=nnx.Rngs(0))", {"vocab_size": 4, "d_model": 3, "seed": 0}, True),
-        Case("hidden TiedEmbed(512, 256)", {"vocab_size": 512, "d_model": 256, "seed": 7}),
-    ]
+def warnings_cases() -> list[Case]:
+    t, v, d = len(PUBLIC["token_ids"]), PUBLIC["vocab_size"], PUBLIC["d_model"]
+    return [Case("case.worked_example", {"vocab_size": v, "d_model": d, "token_ids": PUBLIC["token_ids"]}, True,
+                 shape_shown(T=t, V=v, D=d))]
 
 
-def forward_cases() -> list[Case]:
-    rng = hidden_rng("02_nnx/TiedEmbed.__call__")
-    found = []
-    for t, v, d in ((2, 4, 3),) + HIDDEN_SHAPES:
-        # Entries of std D^(-1/4) make every logit O(1), so float32 rounding stays
-        # far inside the tolerance whatever the order of the sums.
-        embedding = rng.normal(0.0, d ** -0.25, (v, d)).astype(np.float32)
-        args = dict(vocab_size=v, d_model=d, token_ids=token_ids(rng, t, v), embedding=embedding)
-        label = f"given matrix (T={t}, V={v}, D={d})"
-        found.append(Case(label if v == 4 else "hidden " + label, args, public=(v == 4)))
+def _grad_inputs(name: str) -> list[tuple[dict, dict]]:
+    """(embedding, ids, targets) of the gradient items, with the sizes each shows: the
+    notebook's gradient cell, then matrices, ids and targets the grader draws."""
+    rng = hidden_rng(name)
+    v, d = GRAD_PUBLIC["vocab_size"], GRAD_PUBLIC["d_model"]
+    found = [(dict(embedding=worked_matrix(), token_ids=GRAD_PUBLIC["token_ids"], targets=GRAD_PUBLIC["targets"]),
+              shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, D=d))]
+    for t, v, d in GRAD_SHAPES:
+        found.append((dict(embedding=random_matrix(rng, v, d), token_ids=edge_ids(rng, t, v),
+                           targets=[int(i) for i in rng.integers(0, v, size=t)]), shape_shown(T=t, V=v, D=d)))
     return found
 
 
-def warnings_cases() -> list[Case]:
-    return [
-        Case("TiedEmbed(4, 3) called on [0, 2]", {"vocab_size": 4, "d_model": 3, "token_ids": [0, 2]}, True),
-    ]
-
-
-def embed_cases() -> list[Case]:
-    rng = hidden_rng("02_nnx/tied_io_embed")
-    found = [Case("worked example (V=4, D=3, ids [0, 2])", {"fn": "tied_io_embed", "args": float_args(**PUBLIC)}, True)]
-    for t, v, d in HIDDEN_SHAPES:
-        args = dict(seed=int(rng.integers(1, 2**31 - 1)), token_ids=token_ids(rng, t, v), vocab_size=v, d_model=d)
-        found.append(Case(f"hidden (T={t}, V={v}, D={d})", {"fn": "tied_io_embed", "args": float_args(**args)}))
+def gradient_cases() -> list[Case]:
+    found = []
+    for n, (args, shown) in enumerate(_grad_inputs("02_nnx/TiedEmbed.gradient")):
+        v, d = args["embedding"].shape
+        found.append(Case("case.hidden" if n else "case.worked_example",
+                          dict(vocab_size=v, d_model=d, **args), n == 0, shown))
     return found
 
 
 def grad_cases() -> list[Case]:
-    rng = hidden_rng("02_nnx/tied_grad_paths")
-    shapes = [(len(GRAD_PUBLIC["token_ids"]), GRAD_PUBLIC["vocab_size"], GRAD_PUBLIC["d_model"])] + list(GRAD_HIDDEN)
     found = []
-    for n, (t, v, d) in enumerate(shapes):
-        embedding = rng.normal(0.0, d ** -0.25, (v, d)).astype(np.float32)
-        if n == 0:
-            ids, targets = GRAD_PUBLIC["token_ids"], GRAD_PUBLIC["targets"]
-            label = f"worked example (T={t}, V={v}, D={d}, ids {ids}, targets {targets})"
-        else:
-            ids, targets = token_ids(rng, t, v), token_ids(rng, t, v)
-            label = f"hidden (T={t}, V={v}, D={d})"
-        args = [embedding, np.asarray(ids, np.int32), np.asarray(targets, np.int32)]
-        found.append(Case(label, {"fn": "tied_grad_paths", "args": args}, public=(n == 0)))
+    for n, (args, shown) in enumerate(_grad_inputs("02_nnx/tied_grad_paths")):
+        call = [args["embedding"], np.asarray(args["token_ids"], np.int32), np.asarray(args["targets"], np.int32)]
+        found.append(Case("case.hidden" if n else "case.worked_example", {"fn": "tied_grad_paths", "args": call},
+                          n == 0, shown))
     return found
 
 
@@ -155,6 +122,8 @@ def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
         if copies:
             return Finding("nnx.copied_param", {"names": _names(paths), "copy": _names(copies)})
         return Finding("nnx.param_count", {"count": len(paths), "names": _names(paths)})
+    if "/" in paths[0]:  # an nnx.Param inside a submodule, such as nnx.Embed's
+        return Finding("nnx.param_in_submodule", {"name": paths[0]})
     if paths[0] != "embedding":
         return Finding("nnx.param_name", {"name": paths[0]})
     if list(shapes[0]) != [v, d]:
@@ -167,25 +136,42 @@ def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
     return None
 
 
-def _untransposed(embedding, ids, value) -> bool:
-    emb = np.asarray(embedding, np.float64)
-    return emb.shape[0] == emb.shape[1] and close(value, emb[np.asarray(ids, int)] @ emb, 1e-4, 1e-5)
+KEYS = dict(
+    transposed="nnx.product_transposed", missing_transpose="nnx.missing_transpose",
+    no_lookup="nnx.no_lookup", wrong_rows="nnx.wrong_rows", scaled="nnx.scaled",
+    grad_after_forward="nnx.grad_after_forward", grad_blocked="nnx.grad_blocked",
+    grad_lookup_blocked="nnx.grad_lookup_blocked", grad_head_blocked="nnx.grad_head_blocked",
+)
+_judge_logits = judge_logits(KEYS, lambda case: case.args["embedding"], flat=False)
+_judge_gradient = judge_gradient(KEYS)
 
 
-FORWARD_TOL = dict(rtol=1e-4, atol=1e-5)
+def nowhere_written(value: dict) -> Finding:
+    """The module keeps no (V, D) matrix where the grader could write its own: at
+    self.embedding something that is no parameter, and no nnx.Param anywhere (that is
+    all nnx.state(model, nnx.Param) can miss), or parameters none of which fits."""
+    if value["kind"] and not value["params"]:
+        return Finding("nnx.not_a_param", {"name": "embedding", "kind": value["kind"]})
+    return Finding("nnx.no_matrix", {"names": _names(value["params"])})
 
 
 def judge_forward(case: Case, value: dict, ref) -> Finding | None:
     if value["logits"] is None:
-        return Finding("nnx.not_a_param", {"name": "embedding", "kind": value["kind"]})
-    logits = value["logits"]
-    finding = compare_arrays(logits, ref, **FORWARD_TOL)
-    if finding is None or finding.key == "common.not_an_array":
-        return finding
-    if len(value["params"]) > 1:
+        return nowhere_written(value)
+    finding = _judge_logits(case, value["logits"], ref)
+    if finding is not None and finding.key in ("common.wrong_values", "common.untied") and len(value["params"]) > 1:
         return Finding("nnx.forward_untied", {"count": len(value["params"]), "names": _names(value["params"])})
-    if _untransposed(case.args["embedding"], case.args["token_ids"], logits):
-        return Finding("nnx.missing_transpose", finding.params)
+    return finding
+
+
+def judge_model_gradient(case: Case, value: dict, ref: dict) -> Finding | None:
+    """The gradient nnx.grad gives the module's matrix; a matrix it does not see as a
+    parameter gets none at all."""
+    if value["path"] is None:
+        return nowhere_written(value)
+    finding = _judge_gradient(case, value, ref)
+    if finding is not None and finding.key == "common.not_an_array" and value["grad"] is None:
+        return Finding("nnx.grad_not_a_param", {"kind": value["kind"]})
     return finding
 
 
@@ -203,46 +189,23 @@ def judge_warnings(case: Case, caught: list, _ref) -> Finding | None:
     return None
 
 
-# tied_io_embed: symptoms recognise a wrong result from the arguments alone.
-
-def _embed_args(case: Case):
-    seed, ids, v, d = case.args["args"]
-    return int(seed), np.asarray(ids).astype(int), int(v), int(d)
-
-
-def _embed_untransposed(case: Case, value) -> bool:
-    seed, ids, v, d = _embed_args(case)
-    return v == d and _untransposed(reference_embedding(seed, v, d), ids, np.reshape(value, (len(ids), v)))
-
-
-def _embed_not_flattened(case: Case, value) -> bool:
-    _, ids, v, _ = _embed_args(case)
-    return np.shape(value) == (len(ids), v)
-
-
-def _embed_unscaled(case: Case, value) -> bool:
-    """The normal draw was not divided by sqrt(D): every logit is D times too large."""
-    seed, ids, v, d = _embed_args(case)
-    return d > 1 and close(value, d * reference_embed(seed, ids, v, d), 1e-4, 1e-4)
-
-
-def _embed_ignores_seed(case: Case, value) -> bool:
-    seed, ids, v, d = _embed_args(case)
-    return seed != 0 and close(value, reference_embed(0, ids, v, d), 1e-4, 1e-5)
-
-
-def _embed_untied(case: Case, value) -> bool:
-    _, ids, v, _ = _embed_args(case)
-    return np.size(value) == len(ids) * v and self_logits_negative(np.reshape(value, (len(ids), v)), ids)
+def judge_embed(case: Case, value, ref) -> Finding | None:
+    seed, v, d = embed_sizes(case)
+    finding = judge_logits(KEYS, lambda c: reference_embedding(seed, v, d), flat=True, tol=EMBED_TOL,
+                           dtype="float32")(case, value, ref)
+    if finding is None or finding.key not in ("common.wrong_values", "nnx.scaled"):
+        return finding
+    if d > 1 and close(value, d * ref, rtol=1e-4, atol=1e-4):  # the normal draw was not divided by sqrt(D)
+        return Finding("nnx.init_scale", finding.params)
+    if seed != 0 and close(value, reference_embed(0, ids_of(case), v, d), **EMBED_TOL):
+        return Finding("nnx.ignores_seed", finding.params)
+    return finding
 
 
 # tied_grad_paths: symptoms compare with the two reference paths.
 
-GRAD_TOL = dict(rtol=1e-4, atol=1e-6)
-
-
 def _paths(case: Case):
-    return reference_grad_paths(*case.args["args"])
+    return gradient_paths(*case.args["args"])
 
 
 def _grad_not_stacked(case: Case, value) -> bool:
@@ -277,41 +240,130 @@ def _grad_set_not_add(case: Case, value) -> bool:
             and not close(value[0][repeated], ref[0][repeated], **GRAD_TOL))
 
 
+def _grad_slot_zero(slot: int):
+    """One path right, the other all zeros: something stopped the gradient on that path."""
+
+    def test(case: Case, value) -> bool:
+        ref = _paths(case)
+        return (np.shape(value) == ref.shape and close(value[1 - slot], ref[1 - slot], **GRAD_TOL)
+                and not np.any(np.asarray(value[slot])))
+
+    return test
+
+
 MISSING_TRANSPOSE = ErrorPattern("nnx.missing_transpose", r"TypeError|ValueError", r"dot_general requires contracting|matmul")
 FLOAT_IDS = ErrorPattern("nnx.float_ids", r"TypeError|IndexError|ValueError",
                          r"integer or boolean|indices must be integers|Input type must be an integer")
+FLOAT_SIZES = ErrorPattern("nnx.float_sizes", r"TypeError", r"Shapes must be 1D sequences of concrete values of integer")
+FLOAT_SEED = ErrorPattern("nnx.float_seed", r"TypeError|ValueError", r"seed must be an integer|Invalid rng value: [-0-9.e]+,")
+NUMPY_IN_GRADIENT = ErrorPattern("nnx.grad_numpy", r"TracerArrayConversionError")
+
+STRUCTURE_PROMISES = (
+    Promise("built as TiedEmbed(vocab_size, d_model, rngs=nnx.Rngs(seed))",
+            "probe _build: V and D positional, rngs by keyword, as the notebook writes it"),
+    Promise("stores the matrix as the only parameter", "judge_structure: nnx.param_count; nnx.copied_param for a "
+            "second Param that starts as a copy; nnx.no_param"),
+    Promise("self.embedding = nnx.Param(...)", "judge_structure: nnx.param_name; nnx.param_in_submodule (an "
+            "nnx.Embed's Param); nnx.not_a_param for a plain array or another Variable kind"),
+    Promise("a (V, D) matrix", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
+            "V=512, D=256 (hidden)"),
+    Promise("drawn from jax.random.normal with rngs.params(), divided by sqrt(D)",
+            "judge_structure: common.init_std on V=512, D=256 (10 standard errors); the exact draw is held by "
+            "tied_io_embed's values"),
+    Promise("the worked example: nnx.state(model, nnx.Param) holds one (4, 3) entry", "public case V=4, D=3, seed 0"),
+)
+FORWARD_PROMISES = (
+    Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedembed_forward passes int32 ids"),
+    Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
+            "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; every "
+            "case with two or more ids holds id V-1 first and id 0 last"),
+    Promise("returns logits of shape (T, V)", "common.wrong_shape; nnx.product_transposed; nnx.no_lookup"),
+    Promise("look the ids up in the matrix", "nnx.wrong_rows (an off-by-one or reordered lookup)"),
+    Promise("then project with its transpose", "nnx.missing_transpose (square case, or MISSING_TRANSPOSE); "
+            "nnx.scaled; nnx.forward_untied when the projection reads a second Param"),
+    Promise("values", "E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader into "
+            "self.embedding (or the module's only (V, D) Param: the forward pass is judged on its own)"),
+)
+GRADIENT_PROMISES = (
+    Promise("the matrix is the one parameter nnx.grad trains: its gradient is the sum of the lookup path and "
+            "the projection path",
+            "probe tiedembed_gradient takes nnx.grad of the mean cross-entropy through the student's module and "
+            "sends the raw gradient of the matrix; judge_gradient compares with gradient_paths (float64) within "
+            "rtol=1e-4, atol=1e-6"),
+    Promise("nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)",
+            "nnx.grad_lookup_blocked / nnx.grad_head_blocked / nnx.grad_blocked name the missing path; "
+            "nnx.grad_numpy, with the student's line; nnx.grad_not_a_param when nnx.grad gives the matrix nothing"),
+    Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
+            "public case: the same matrix, ids and targets"),
+    Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
+)
+WARNINGS_PROMISES = (
+    Promise("read the array with self.embedding[...]; the class raises no DeprecationWarning",
+            "probe tiedembed_warnings records the deprecation warnings of building and calling it; those from the "
+            "student's lines fail: nnx.deprecated_value for .value, nnx.deprecated_api otherwise"),
+)
+EMBED_PROMISES = (
+    Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
+            "every case sends floats, the ids a float32 array; called positionally (no defaults)"),
+    Promise("cast V and D to int", "FLOAT_SIZES: nnx.float_sizes"),
+    Promise("and the ids to jnp.int32", "FLOAT_IDS: nnx.float_ids"),
+    Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden seed "
+            "(all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: nnx.float_seed"),
+    Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied"),
+    Promise("return the logits flattened to shape (T·V,) with .reshape(-1)", "common.not_flattened when the "
+            "(T, V) array is right"),
+    Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
+            "(common.wrong_dtype)"),
+    Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases as for __call__"),
+)
+GRAD_PATHS_PROMISES = (
+    Promise("tied_grad_paths(embedding, token_ids, targets): a (V, D) float32 matrix and int ids and targets of "
+            "shape (T,)", "cases send a float32 array and two int32 arrays, positionally"),
+    Promise("returns both paths stacked, shape (2, V, D)", "nnx.grad_not_stacked; common.wrong_shape"),
+    Promise("[0] the lookup path, [1] the projection path", "nnx.grad_swapped; nnx.grad_total for the sum in one "
+            "slot; nnx.grad_lookup_zero / nnx.grad_head_zero for a path stopped to zeros"),
+    Promise("of the mean cross-entropy", "nnx.grad_sum_not_mean"),
+    Promise("a repeated id adds its gradient to the row", "nnx.grad_set_not_add; the public case repeats token 2"),
+    Promise("the grader compares them with what nnx.grad gives", "gradient_paths in float64, rtol=1e-4, atol=1e-6; "
+            "no dtype is imposed (NumPy by hand is allowed)"),
+    Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
+            "public case: the same matrix, ids and targets"),
+    Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
+)
 
 CHAPTER = Chapter(
     id="02_nnx",
     title="Flax NNX",
     probe_module="grader.chapters.nnx_probe",
-    errors=(MISSING_TRANSPOSE, FLOAT_IDS,
+    errors=(MISSING_TRANSPOSE, FLOAT_IDS, FLOAT_SIZES, FLOAT_SEED,
             ErrorPattern("nnx.no_embedding", r"AttributeError", r"has no attribute 'embedding'")),
     items=(
         Item(
             name="TiedEmbed.params", symbol="TiedEmbed", points=2, probe="tiedembed_structure",
             cases=structure_cases, reference=lambda case: None, judge=judge_structure,
+            promises=STRUCTURE_PROMISES,
         ),
         Item(
             name="TiedEmbed.__call__", symbol="TiedEmbed", points=2, probe="tiedembed_forward",
-            cases=forward_cases,
+            cases=partial(forward_cases, "02_nnx/TiedEmbed.__call__", reference_embedding),
             reference=lambda case: tied_logits(case.args["embedding"], case.args["token_ids"]),
-            judge=judge_forward,
+            judge=judge_forward, promises=FORWARD_PROMISES,
+        ),
+        Item(
+            name="TiedEmbed.gradient", symbol="TiedEmbed", points=2, probe="tiedembed_gradient",
+            cases=gradient_cases,
+            reference=gradient_reference,
+            judge=judge_model_gradient, errors=(NUMPY_IN_GRADIENT,), promises=GRADIENT_PROMISES,
         ),
         Item(
             name="TiedEmbed.warnings", symbol="TiedEmbed", points=1, probe="tiedembed_warnings",
             cases=warnings_cases, reference=lambda case: None, judge=judge_warnings,
+            promises=WARNINGS_PROMISES,
         ),
         Item(
-            name="tied_io_embed", points=2, probe="call", cases=embed_cases,
-            reference=lambda case: reference_embed(*_embed_args(case)),
-            judge=matches_reference((
-                Symptom("nnx.missing_transpose", _embed_untransposed),
-                Symptom("common.not_flattened", _embed_not_flattened),
-                Symptom("nnx.init_scale", _embed_unscaled),
-                Symptom("nnx.ignores_seed", _embed_ignores_seed),
-                Symptom("common.untied", _embed_untied),
-            ), rtol=1e-5, atol=1e-5),
+            name="tied_io_embed", points=2, probe="call", cases=partial(embed_cases, "02_nnx/tied_io_embed"),
+            reference=lambda case: reference_embed(embed_sizes(case)[0], ids_of(case), *embed_sizes(case)[1:]),
+            judge=judge_embed, promises=EMBED_PROMISES,
         ),
         Item(
             name="tied_grad_paths", points=3, probe="call", cases=grad_cases,
@@ -322,7 +374,10 @@ CHAPTER = Chapter(
                 Symptom("nnx.grad_total", _grad_total),
                 Symptom("nnx.grad_sum_not_mean", _grad_sum_not_mean),
                 Symptom("nnx.grad_set_not_add", _grad_set_not_add),
+                Symptom("nnx.grad_lookup_zero", _grad_slot_zero(0)),
+                Symptom("nnx.grad_head_zero", _grad_slot_zero(1)),
             ), **GRAD_TOL),
+            promises=GRAD_PATHS_PROMISES,
         ),
     ),
 )

@@ -51,19 +51,73 @@ def tiedembed_structure(ns, vocab_size, d_model, seed):
     }
 
 
+def _write_matrix(model, vocab_size, d_model, embedding):
+    """Write the grader's matrix where the module keeps its own, so that the forward pass
+    and the gradient are judged whatever the parameter's name or holder: at
+    ``self.embedding`` (an nnx.Variable, or a plain array), else into the only (V, D)
+    nnx.Param of the module (an nnx.Embed's, say).  What was found, for the judge."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from flax import nnx
+
+    matrix = jnp.asarray(embedding)
+    held = getattr(model, "embedding", None)
+    entries = _state_entries(model)
+    found = {"kind": type(held).__name__ if hasattr(model, "embedding") else "",
+             "params": [e["path"] for e in entries if e["param"]], "path": None}
+    if isinstance(held, nnx.Variable):
+        held[...] = matrix
+        found["path"] = "embedding"
+    elif isinstance(held, (jax.Array, np.ndarray)) and np.shape(held) == (vocab_size, d_model):
+        model.embedding = matrix
+        found["path"] = "embedding"
+    else:
+        fits = [e for e in entries if e["param"] and np.shape(e["leaf"][...]) == (vocab_size, d_model)]
+        if len(fits) == 1:
+            fits[0]["leaf"][...] = matrix
+            found["path"] = fits[0]["path"]
+    return found
+
+
 def tiedembed_forward(ns, vocab_size, d_model, token_ids, embedding):
-    """``TiedEmbed`` called after the grader wrote its own matrix into ``embedding``."""
+    """``TiedEmbed`` called after the grader wrote its own matrix where the module keeps it."""
+    import jax.numpy as jnp
+
+    model = _build(ns, vocab_size, d_model, 0)
+    found = _write_matrix(model, vocab_size, d_model, embedding)
+    logits = model(jnp.asarray(token_ids, jnp.int32)) if found["path"] else None
+    return {**found, "logits": logits}
+
+
+def mean_cross_entropy(logits, targets):
+    """The loss of the gradient item, written here so that no cell can change it."""
+    import jax
+    import jax.numpy as jnp
+
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, jnp.asarray(targets, jnp.int32)[:, None], axis=-1))
+
+
+def tiedembed_gradient(ns, vocab_size, d_model, token_ids, targets, embedding):
+    """The logits of ``TiedEmbed`` on the grader's matrix, and the raw gradient that
+    ``nnx.grad`` of their mean cross-entropy gives that matrix (None when ``nnx.grad``
+    gives it none, or when the logits are not (T, V) and the loss is not defined)."""
     import jax.numpy as jnp
     from flax import nnx
 
     model = _build(ns, vocab_size, d_model, 0)
-    held = model.embedding
-    params = [e["path"] for e in _state_entries(model) if e["param"]]
-    if not isinstance(held, nnx.Variable):
-        return {"kind": type(held).__name__, "params": params, "logits": None}
-    held[...] = jnp.asarray(embedding)
-    logits = model(jnp.asarray(token_ids, jnp.int32))
-    return {"kind": type(held).__name__, "params": params, "logits": logits}
+    found = _write_matrix(model, vocab_size, d_model, embedding)
+    if not found["path"]:
+        return {**found, "logits": None, "grad": None}
+    ids = jnp.asarray(token_ids, jnp.int32)
+    logits = model(ids)
+    if tuple(getattr(logits, "shape", ())) != (len(token_ids), vocab_size):
+        return {**found, "logits": logits, "grad": None}
+    grads = nnx.grad(lambda m: mean_cross_entropy(m(ids), targets))(model)
+    by_path = {"/".join(str(p) for p in path): leaf for path, leaf in nnx.to_flat_state(grads)}
+    grad = by_path.get(found["path"])
+    return {**found, "logits": logits, "grad": None if grad is None else grad[...]}
 
 
 def tiedembed_warnings(ns, vocab_size, d_model, token_ids):

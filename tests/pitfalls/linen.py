@@ -1,13 +1,45 @@
-"""Chapter 01 (Flax Linen): each pitfall the chapter teaches, as a wrong solution."""
+"""Chapter 01 (Flax Linen): each pitfall the chapter teaches, as a wrong solution.
+
+Regions of solutions/01_linen.ipynb: 0 ``TiedIO.__call__``, 1 ``tied_io_embed``.
+"""
 from . import Pitfall
 
 LINEN_INIT = 'nn.initializers.normal(stddev=0.02), (self.vocab_size, self.d_model)'
+DECLARE = f'embedding = self.param("embedding", {LINEN_INIT})\n'
+
+
+def module(body: str) -> dict:
+    """A ``TiedIO.__call__`` that declares the one parameter, then runs ``body``."""
+    return {0: DECLARE + body}
+
+
+def embed(body: str, sizes: str = "int(vocab_size), int(d_model)", seed: str = "int(seed)") -> dict:
+    """A ``tied_io_embed`` that builds the module from ``sizes`` and initialises it with
+    the key of ``seed``, then runs ``body``."""
+    v, d = sizes.split(", ")
+    return {1: f'''
+ids = jnp.asarray(token_ids, jnp.int32)
+module = TiedIO(vocab_size={v}, d_model={d})
+variables = module.init(jax.random.PRNGKey({seed}), ids)
+{body}
+'''}
+
+
+# tied_io_embed: every argument arrives as a float; the result is float32.
+APPLY = "return module.apply(variables, ids).reshape(-1)"
+FLOAT_SIZES = embed(APPLY, sizes="vocab_size, d_model")
+FLOAT_SEED = embed(APPLY, seed="seed")
+FLOAT64 = embed("return np.asarray(module.apply(variables, ids), np.float64).reshape(-1)")
+
+# The other items of a notebook whose mistake is in the module's gradient only.
+FORWARD_RIGHT = {"TiedIO.params": "pass", "TiedIO.__call__": "pass", "tied_io_embed": "pass"}
 
 PITFALLS = [
     Pitfall("01_linen", "embed_plus_dense", {0: f'''
 x = nn.Embed(self.vocab_size, self.d_model, embedding_init=nn.initializers.normal(stddev=0.02), name="embedding")(token_ids)
 return nn.Dense(self.vocab_size, use_bias=False)(x)
-'''}, {"TiedIO.params": "linen.param_count"}),
+'''}, {"TiedIO.params": "linen.param_count", "TiedIO.__call__": "linen.submodule", "TiedIO.gradient": "linen.submodule",
+       "tied_io_embed": "common.untied"}),
     Pitfall("01_linen", "second_param", {0: f'''
 embedding = self.param("embedding", {LINEN_INIT})
 head = self.param("head", {LINEN_INIT})
@@ -22,7 +54,8 @@ return embedding[token_ids] @ head.T
     Pitfall("01_linen", "missing_transpose", {0: f'''
 embedding = self.param("embedding", {LINEN_INIT})
 return embedding[token_ids] @ embedding
-'''}, {"TiedIO.__call__": "linen.missing_transpose", "tied_io_embed": "linen.missing_transpose"}),
+'''}, {"TiedIO.__call__": "linen.missing_transpose", "tied_io_embed": "linen.missing_transpose",
+       "TiedIO.gradient": "linen.missing_transpose"}),
     Pitfall("01_linen", "float_ids", {1: '''
 module = TiedIO(vocab_size=int(vocab_size), d_model=int(d_model))
 variables = module.init(jax.random.PRNGKey(int(seed)), token_ids)
@@ -36,7 +69,8 @@ return module.apply(module.init(jax.random.PRNGKey(int(seed)), ids), ids)
     Pitfall("01_linen", "wrong_init_std", {0: '''
 embedding = self.param("embedding", nn.initializers.normal(stddev=1.0), (self.vocab_size, self.d_model))
 return embedding[token_ids] @ embedding.T
-'''}, {"TiedIO.params": "common.init_std", "TiedIO.__call__": "pass"}),
+'''}, {"TiedIO.params": "common.init_std", "TiedIO.__call__": "pass", "TiedIO.gradient": "pass",
+       "tied_io_embed": "linen.scaled"}),
     Pitfall("01_linen", "param_name", {0: f'''
 W = self.param("W", {LINEN_INIT})
 return W[token_ids] @ W.T
@@ -46,4 +80,34 @@ ids = jnp.asarray(token_ids, jnp.int32)
 module = TiedIO(vocab_size=int(vocab_size), d_model=int(d_model))
 return module.apply(module.init(jax.random.PRNGKey(int(seed)), idz), ids).reshape(-1)
 '''}, {"tied_io_embed": "common.exception"}),
+    # The gradient of the one matrix is the sum of both paths: a blocked path is named.
+    Pitfall("01_linen", "stop_gradient_lookup", module(
+        "return jax.lax.stop_gradient(embedding)[token_ids] @ embedding.T\n"),
+        {**FORWARD_RIGHT, "TiedIO.gradient": "linen.grad_lookup_blocked"}),
+    # Paired with a mistake of tied_io_embed that shows before the module is applied.
+    Pitfall("01_linen", "stop_gradient_head_and_float_sizes", {**module(
+        "return embedding[token_ids] @ jax.lax.stop_gradient(embedding).T\n"), **FLOAT_SIZES},
+        {**FORWARD_RIGHT, "TiedIO.gradient": "linen.grad_head_blocked", "tied_io_embed": "linen.float_sizes"}),
+    Pitfall("01_linen", "stop_gradient_both_and_float_seed", {**module(
+        "frozen = jax.lax.stop_gradient(embedding)\nreturn frozen[token_ids] @ frozen.T\n"), **FLOAT_SEED},
+        {**FORWARD_RIGHT, "TiedIO.gradient": "linen.grad_blocked", "tied_io_embed": "linen.float_seed"}),
+    Pitfall("01_linen", "numpy_round_trip_and_float64", {**module(
+        "x = jnp.asarray(np.asarray(embedding)[np.asarray(token_ids)])\nreturn x @ embedding.T\n"), **FLOAT64},
+        {**FORWARD_RIGHT, "TiedIO.gradient": "linen.grad_numpy", "tied_io_embed": "common.wrong_dtype"}),
+    # Mistakes once called "untied": each gets its own name.
+    Pitfall("01_linen", "off_by_one_lookup", module("return embedding[token_ids + 1] @ embedding.T\n"),
+            {"TiedIO.params": "pass", "TiedIO.__call__": "linen.wrong_rows", "tied_io_embed": "linen.wrong_rows",
+             "TiedIO.gradient": "linen.grad_after_forward"}),
+    Pitfall("01_linen", "product_transposed", module("return embedding @ embedding[token_ids].T\n"),
+            {"TiedIO.params": "pass", "TiedIO.__call__": "linen.product_transposed",
+             "tied_io_embed": "linen.product_transposed", "TiedIO.gradient": "linen.grad_after_forward"}),
+    Pitfall("01_linen", "no_lookup", module("return embedding @ embedding.T\n"),
+            {"TiedIO.__call__": "linen.no_lookup", "tied_io_embed": "linen.no_lookup",
+             "TiedIO.gradient": "linen.grad_after_forward"}),
+    Pitfall("01_linen", "scaled_logits", module(
+        "return embedding[token_ids] @ embedding.T / jnp.sqrt(self.d_model)\n"),
+        {"TiedIO.__call__": "linen.scaled", "tied_io_embed": "linen.scaled", "TiedIO.params": "pass"}),
+    # tied_io_embed: every argument arrives as a float, the seed matters, the dtype is float32.
+    Pitfall("01_linen", "ignores_seed", embed(APPLY, seed="0"),
+            {"tied_io_embed": "linen.ignores_seed", "TiedIO.gradient": "pass"}),
 ]
