@@ -369,11 +369,10 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limi
         status, finding = TIMEOUT, Finding("common.timeout", {"seconds": seconds})
     elif stopped == OOM:
         status, finding = OOM, Finding("common.oom", {"gib": f"{limits.memory / 2**30:g}"})
-    elif summary.get("probes") in ("done", "error"):
-        # The checks ran, yet an item has no record: the notebook broke them.
-        status, finding = NOT_REACHED, Finding("common.probe_failed")
-    else:  # no summary, or the kernel died before the checks or while they ran
+    elif summary.get("probes") in ("kernel_dead", "not_run"):  # it died before the checks or during them
         status, finding = NOT_REACHED, Finding("common.kernel_died")
+    else:  # the checks ran yet left no record, or no summary came back: the notebook broke them
+        status, finding = NOT_REACHED, Finding("common.probe_failed")
     found = judge.unreached(ch, done, status, finding)
     cells = summary.get("cells")
     if timeout is not None and timeout["where"] == "checks":

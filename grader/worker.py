@@ -155,8 +155,11 @@ class ProbeHook:
                     errors = [c["error"] for c in self.cells if c["cell"] == self.timeout["cell"] and "error" in c]
                     summary["timeout"]["line"] = errors[0]["line"] if errors else ""
             tmp = Path(self.summary_path + ".tmp")
-            tmp.write_text(json.dumps(summary), encoding="utf-8")
-            tmp.replace(self.summary_path)
+            try:
+                tmp.write_text(json.dumps(summary), encoding="utf-8")
+                tmp.replace(self.summary_path)
+            except OSError as exc:  # the notebook put something in the way
+                self.notes.append(f"The summary could not be written: {exc}")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
