@@ -91,11 +91,75 @@ def training_curve(losses: np.ndarray, start: float, floor: float) -> None:
     """The training loss, between the uniform guess and the best a bigram table can do."""
     fig, ax = plt.subplots(figsize=(WIDTH, 3.2))
     ax.plot(np.arange(1, len(losses) + 1), losses, color=ACCENT, linewidth=2)
-    for level, text in ((start, "ln V: a uniform guess"),
-                        (floor, "best bigram table for this text")):
+    for level, text, side in ((start, "ln V: a uniform guess", "bottom"),
+                              (floor, "the full table of character pairs", "top")):
         ax.axhline(level, color=MUTED, linestyle="--", linewidth=1)
-        ax.text(len(losses), level, text, ha="right", va="bottom", color=MUTED)
+        ax.text(len(losses), level + (0.03 if side == "bottom" else -0.03), text,
+                ha="right", va=side, color=MUTED)
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats)")
-    ax.set_ylim(floor - 0.3, start + 0.3)
+    ax.set_ylim(floor - 0.4, start + 0.3)
+    plt.show()
+
+
+# Chapter 05: a masked language model
+
+def attention_patterns(weights: dict[str, np.ndarray]) -> None:
+    """Attention weights (query rows, key columns) per mask; masked-out cells hatched."""
+    fig, axes = plt.subplots(1, len(weights), figsize=(WIDTH, 3.7))
+    for ax, (title, w) in zip(axes, weights.items()):
+        ax.imshow(w, cmap="Blues", vmin=0, vmax=1)
+        for (q, k), value in np.ndenumerate(w):
+            if value == 0:
+                ax.add_patch(Rectangle((k - 0.5, q - 0.5), 1, 1, facecolor="#eaeef2",
+                                       hatch="///", edgecolor=MUTED, linewidth=0))
+            else:
+                ax.text(k, q, f"{value:.2f}", ha="center", va="center", fontsize=11,
+                        color="white" if value > 0.55 else INK)
+        ax.set_title(title)
+        ax.set_xlabel("key position")
+        ax.set_xticks(range(w.shape[1]))
+        ax.set_yticks(range(w.shape[0]))
+        ax.tick_params(length=0)
+        ax.spines[:].set_visible(False)
+    axes[0].set_ylabel("query position")
+    plt.show()
+
+
+def _flow(ax, x: float, steps: list[str], residual_from: list[int], title: str) -> None:
+    """One block as boxes from bottom to top; a residual arrow joins each (+)."""
+    ys = np.arange(len(steps)) * 1.0
+    for y, step in zip(ys, steps):
+        add = step == "+"
+        ax.add_patch(FancyBboxPatch(
+            (x - (0.22 if add else 0.9), y - 0.27), 0.44 if add else 1.8, 0.54,
+            boxstyle="circle,pad=0" if add else "round,pad=0.04,rounding_size=0.12",
+            facecolor="white" if add else ("#ddf4ff" if "LN" in step else "#fff8c5"),
+            edgecolor=INK, linewidth=1.2))
+        ax.text(x, y, step, ha="center", va="center", fontsize=12)
+    for y0, y1 in zip(ys[:-1], ys[1:]):
+        ax.annotate("", (x, y1 - 0.28), (x, y0 + 0.28),
+                    arrowprops={"arrowstyle": "-|>", "color": INK, "lw": 1.2})
+    for start, end in zip(residual_from[::2], residual_from[1::2]):
+        ax.annotate("", (x - 0.22, ys[end]), (x - 0.9, ys[start]),
+                    arrowprops={"arrowstyle": "-|>", "color": SECOND, "lw": 1.6,
+                                "connectionstyle": "angle,angleA=90,angleB=180,rad=0"}
+                    if start != end else {})
+    ax.text(x, ys[-1] + 0.75, title, ha="center", fontsize=12, weight="bold")
+
+
+def pre_and_post_ln() -> None:
+    """A pre-LN and a post-LN block side by side, residual paths in red."""
+    fig, ax = plt.subplots(figsize=(WIDTH, 5.2))
+    pre = ["x", "LN", "MHA", "+", "LN", "FFN", "+"]
+    post = ["x", "MHA", "+", "LN", "FFN", "+", "LN"]
+    _flow(ax, 0, pre, [0, 3, 3, 6], "pre-LN (the exercise, GPT-2)")
+    _flow(ax, 4, post, [0, 2, 3, 5], "post-LN (BERT)")
+    ax.text(0, -0.75, "the stream x is never normalised:\na final LayerNorm before the head",
+            ha="center", va="top", color=MUTED)
+    ax.text(4, -0.75, "every block ends with a LayerNorm", ha="center", va="top",
+            color=MUTED)
+    ax.set_xlim(-2.2, 6.2)
+    ax.set_ylim(-1.7, 7.0)
+    ax.axis("off")
     plt.show()
