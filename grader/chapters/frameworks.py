@@ -301,8 +301,8 @@ CHAPTER = Chapter(
                 Promise("holding the same values: embedding (V, d), kernel (in, out), bias",
                         "held values by path (nnx_unfilled_params, not_loaded, embedding_transposed, "
                         "kernel_not_transposed, nnx_key_name)"),
-                Promise("computes the same logits", "logits against the float64 reference, when the three "
-                                                    "Params are right (the .params item judges them)"),
+                Promise("computes the same logits", "logits against the float64 reference, whatever the "
+                                                    "class or dtypes (the .params item judges those)"),
             ),
         ),
     ),
