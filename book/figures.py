@@ -163,3 +163,50 @@ def pre_and_post_ln() -> None:
     ax.set_ylim(-1.7, 7.0)
     ax.axis("off")
     plt.show()
+
+
+# Chapter 07: one matrix, three frameworks
+
+def _matrix(ax, x: float, top: float, rows: int, cols: int, name: str, shape: str,
+            colour: str, same_as: bool = False) -> None:
+    """A rows x cols array as a grid of cells, centred on x, hanging from top."""
+    cell = 0.26
+    left = x - cols * cell / 2
+    for r in range(rows):
+        for c in range(cols):
+            ax.add_patch(Rectangle((left + c * cell, top - (r + 1) * cell), cell, cell,
+                                   facecolor="white" if same_as else colour,
+                                   edgecolor=colour if same_as else "white",
+                                   hatch="//" if same_as else None, linewidth=0.8))
+    ax.text(x, top + 0.12, name, ha="center", va="bottom", fontsize=11, family="monospace")
+    ax.text(x, top - rows * cell - 0.12, shape, ha="center", va="top", fontsize=11)
+
+
+def framework_layouts(vocab: int, d: int) -> None:
+    """Where Linen, NNX and PyTorch keep the tied matrix, and how each stores a dense
+    layer to the vocabulary (an untied head)."""
+    fig, ax = plt.subplots(figsize=(WIDTH, 5.9))
+    columns = {"Linen": 0.0, "NNX": 3.6, "PyTorch": 7.5}
+    for title, x in columns.items():
+        ax.text(x, 7.25, title, ha="center", fontsize=13, weight="bold")
+    for title, prefix in (("Linen", "params/"), ("NNX", "")):
+        x = columns[title]
+        _matrix(ax, x, 6.6, vocab, d, f"{prefix}embed/embedding", f"(V, d) = ({vocab}, {d})",
+                ACCENT)
+        ax.text(x, 3.45, "head: embed.attend(h)\n= h @ embedding.T", ha="center", va="top",
+                color=MUTED)
+        _matrix(ax, x, 1.6, d, vocab, f"{prefix}head/kernel", f"(in, out) = ({d}, {vocab})",
+                SECOND)
+    x = columns["PyTorch"]
+    _matrix(ax, x - 0.8, 6.6, vocab, d, "embed.weight", f"({vocab}, {d})", ACCENT)
+    _matrix(ax, x + 0.8, 6.6, vocab, d, "", "lm_head.weight:\nthe same Parameter",
+            ACCENT, same_as=True)
+    _matrix(ax, x, 2.1, vocab, d, "lm_head.weight", f"(out, in) = ({vocab}, {d})", SECOND)
+    ax.axhline(2.6, color=MUTED, linewidth=0.8, linestyle=":")
+    ax.text(-2.0, 5.3, "tied", rotation=90, ha="center", va="center", color=MUTED)
+    ax.text(-2.0, 0.9, "untied head", rotation=90, ha="center", va="center", color=MUTED)
+    ax.set_xlim(-2.3, 9.3)
+    ax.set_ylim(-1.1, 7.6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    plt.show()
