@@ -316,7 +316,8 @@ def judge_embed(case: Case, value, ref) -> Finding | None:
 
 MISSING_TRANSPOSE = ErrorPattern("linen.missing_transpose", r"TypeError|ValueError", r"dot_general requires contracting|matmul")
 FLOAT_IDS = ErrorPattern("linen.float_ids", r"TypeError|IndexError", r"integer or boolean|indices must be integers")
-FLOAT_SIZES = ErrorPattern("linen.float_sizes", r"TypeError", r"Shapes must be 1D sequences of concrete values of integer")
+FLOAT_SIZES = ErrorPattern("linen.float_sizes", r"TypeError",
+                           r"Shapes must be 1D sequences of concrete values of integer")
 FLOAT_SEED = ErrorPattern("linen.float_seed", r"TypeError", r"PRNG key seed must be an integer")
 # An nn.Embed named "embedding" looks for its own dict of parameters in the grader's array.
 SUBMODULE = ErrorPattern("linen.submodule", r"TypeError", r"Array.__contains__: unsupported operand type")
@@ -337,8 +338,8 @@ STRUCTURE_PROMISES = (
 FORWARD_PROMISES = (
     Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedio_forward passes int32 ids"),
     Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
-            "hidden cases T=1; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; every case with "
-            "two or more ids holds id V-1 first and id 0 last"),
+            "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; "
+            "every case with two or more ids holds id V-1 first and id 0 last"),
     Promise("returns logits of shape (T, V)", "compare_arrays: common.wrong_shape; linen.product_transposed "
             "for embedding @ x.T; linen.no_lookup for (V, V)"),
     Promise("look the ids up in it", "logits_symptom: linen.wrong_rows (an off-by-one or reordered lookup)"),

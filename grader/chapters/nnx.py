@@ -254,8 +254,10 @@ def _grad_slot_zero(slot: int):
 MISSING_TRANSPOSE = ErrorPattern("nnx.missing_transpose", r"TypeError|ValueError", r"dot_general requires contracting|matmul")
 FLOAT_IDS = ErrorPattern("nnx.float_ids", r"TypeError|IndexError|ValueError",
                          r"integer or boolean|indices must be integers|Input type must be an integer")
-FLOAT_SIZES = ErrorPattern("nnx.float_sizes", r"TypeError", r"Shapes must be 1D sequences of concrete values of integer")
-FLOAT_SEED = ErrorPattern("nnx.float_seed", r"TypeError|ValueError", r"seed must be an integer|Invalid rng value: [-0-9.e]+,")
+FLOAT_SIZES = ErrorPattern("nnx.float_sizes", r"TypeError",
+                           r"Shapes must be 1D sequences of concrete values of integer")
+FLOAT_SEED = ErrorPattern("nnx.float_seed", r"TypeError|ValueError",
+                          r"seed must be an integer|Invalid rng value: [-0-9.e]+,")
 NUMPY_IN_GRADIENT = ErrorPattern("nnx.grad_numpy", r"TracerArrayConversionError")
 
 STRUCTURE_PROMISES = (
@@ -295,7 +297,8 @@ GRADIENT_PROMISES = (
             "nnx.grad_numpy, with the student's line; nnx.grad_not_a_param when nnx.grad gives the matrix nothing"),
     Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
             "public case: the same matrix, ids and targets"),
-    Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
+    Promise("1 to 64 ids, V up to 512, D up to 256",
+            "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
 )
 WARNINGS_PROMISES = (
     Promise("read the array with self.embedding[...]; the class raises no DeprecationWarning",
@@ -328,7 +331,8 @@ GRAD_PATHS_PROMISES = (
             "no dtype is imposed (NumPy by hand is allowed)"),
     Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
             "public case: the same matrix, ids and targets"),
-    Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
+    Promise("1 to 64 ids, V up to 512, D up to 256",
+            "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
 )
 
 CHAPTER = Chapter(
