@@ -210,3 +210,20 @@ def framework_layouts(vocab: int, d: int) -> None:
     ax.set_aspect("equal")
     ax.axis("off")
     plt.show()
+
+
+def rounding_errors(bound: np.ndarray, errors: dict[str, np.ndarray]) -> None:
+    """How much of its worst-case bound each logit's float32 error uses, per framework."""
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.4))
+    bins = np.logspace(-6, 0.3, 50)
+    for (name, error), colour in zip(errors.items(), (ACCENT, SECOND)):
+        used = error / bound
+        ax.hist(np.clip(used, bins[0], None), bins=bins, color=colour, alpha=0.55,
+                label=f"{name}: at most {used.max():.1%}")
+    ax.axvline(1.0, color=INK, linewidth=1.5)
+    ax.text(0.9, ax.get_ylim()[1] * 0.92, "the bound", ha="right", va="top")
+    ax.set_xscale("log")
+    ax.set_xlabel("|float32 logit − float64| / bound")
+    ax.set_ylabel("logits")
+    ax.legend(loc="upper left", frameon=False)
+    plt.show()
