@@ -50,7 +50,8 @@ def test_the_mlm_worked_examples_are_the_notebooks():
     for name, value in (("input_ids", ns["ids"]), ("mask_indicator", ns["mask"]), ("w_emb", ns["w_emb"]),
                         ("pos_embed", ns["pos"]), ("blocks_weights", ns["blocks"])):
         assert np.array_equal(forward[name], value.numpy()), name
-    assert bare["blocks_weights"].shape == (0, 6, 8, 8) and not np.any(bare["pos_embed"]) and np.all(bare["mask_indicator"])
+    assert bare["blocks_weights"].shape == (0, 6, 8, 8)
+    assert not np.any(bare["pos_embed"]) and np.all(bare["mask_indicator"])
     (attention,) = public_args("05_mlm", "multi_head_attention")
     assert np.array_equal(attention["x"], ns["x"].numpy()) and np.array_equal(attention["w_o"], ns["w"][3].numpy())
 

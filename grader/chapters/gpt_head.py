@@ -73,8 +73,9 @@ def ce_cases() -> list[Case]:
 def reference_ce(case: Case) -> np.ndarray:
     torch = _torch()
     logits, targets = case.args["args"]
-    return np.asarray(torch.nn.functional.cross_entropy(
-        torch.tensor(np.asarray(logits), dtype=torch.float64), torch.tensor(np.asarray(targets), dtype=torch.long)).item())
+    logits = torch.tensor(np.asarray(logits), dtype=torch.float64)
+    targets = torch.tensor(np.asarray(targets), dtype=torch.long)
+    return np.asarray(torch.nn.functional.cross_entropy(logits, targets).item())
 
 
 def _same(value, wrong) -> bool:
@@ -144,8 +145,8 @@ def forward_cases() -> list[Case]:
     rng = hidden_rng("04_gpt_head/tied_head_forward")
     for t, v, d in ((1, 7, 5), (9, 16, 16), (12, 50, 8), (5, 3, 8), MINI_GPT, (64, 64, 64)):
         std = INIT_STD if v == 50 else None
-        found.append(Case("case.hidden", {"fn": "tied_head_forward", "args": [_tokens(rng, t, v), _matrix(rng, v, d, std)]},
-                          shown={"shape": f"T={t}, V={v}, d={d}"}))
+        args = [_tokens(rng, t, v), _matrix(rng, v, d, std)]
+        found.append(Case("case.hidden", {"fn": "tied_head_forward", "args": args}, shown={"shape": f"T={t}, V={v}, d={d}"}))
     return found
 
 
@@ -493,7 +494,8 @@ SAMPLE_PROMISES = (
     Promise("draw with the generator you are given", "40 draws again from the same seed: gpt_head.rng_ignored"),
     Promise("subtract the maximum before exponentiating", "hidden cases of logits near +1e4 and -1e4 at τ = 1: "
             "gpt_head.sample_overflow"),
-    Promise("as τ → 0 the draw becomes the argmax", "the notebook's τ = 1e-4 draws (public) and a hidden τ = 1e-4"),
+    Promise("as τ → 0 the draw becomes the argmax",
+            "the notebook's τ = 1e-4 draws (public) and a hidden τ = 1e-4"),
     PLAIN_NUMPY,
 )
 GREEDY_PROMISES = (

@@ -39,6 +39,19 @@ PRE_LN = '''    x = x + multi_head_attention(layer_norm(x), w_q, w_k, w_v, w_o, 
     x = x + gelu_tanh(layer_norm(x) @ w_mlp1) @ w_mlp2'''
 
 
+EXACT_GELU = "return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))\n"
+LOOP_OVER_HEADS = '''
+n, t, d = x.shape
+d_head = d // num_heads
+q, k, v = x @ w_q, x @ w_k, x @ w_v
+outs = []
+for h in range(num_heads):
+    cols = slice(h * d_head, (h + 1) * d_head)
+    scores = q[..., cols] @ k[..., cols].transpose(-2, -1) / math.sqrt(d_head)
+    outs.append(torch.softmax(scores, dim=-1) @ v[..., cols])
+return torch.cat(outs, dim=-1) @ w_o
+'''
+
 # layer_norm whose default eps is {default} and which adds {eps}.
 LN_WITH_EPS = """
 def ln(x, eps={default}):
@@ -67,9 +80,8 @@ return (x - mean) / (x.std(dim=-1, unbiased=False, keepdim=True) + eps)
     Pitfall(CH, "forbidden_layer_norm", {0: '''
 return torch.nn.functional.layer_norm(x, x.shape[-1:], eps=eps)
 '''}, {"layer_norm": "mlm.forbidden_layer_norm", "mlm_forward_tied": "pass", "multi_head_attention": "pass"}),
-    Pitfall(CH, "exact_gelu", {1: '''
-return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
-'''}, {"gelu_tanh": "mlm.exact_gelu", "mlm_forward_tied": "pass", "layer_norm": "pass"}),
+    Pitfall(CH, "exact_gelu", {1: EXACT_GELU},
+            {"gelu_tanh": "mlm.exact_gelu", "mlm_forward_tied": "pass", "layer_norm": "pass"}),
     Pitfall(CH, "forbidden_gelu", {1: '''
 return torch.nn.functional.gelu(x, approximate="tanh")
 '''}, {"gelu_tanh": "mlm.forbidden_gelu", "mlm_forward_tied": "pass"}),
@@ -115,15 +127,18 @@ return attn(x, x, x, need_weights=False)[0]
     Pitfall(CH, "eps_argument_ignored", {0: LN_WITH_EPS.format(default="1e-5", eps="1e-5")},
             {"layer_norm": "mlm.eps_value"}),
     Pitfall(CH, "no_eps", {0: LN_WITH_EPS.format(default="1e-5", eps="0.0")}, {"layer_norm": "mlm.eps_value"}),
-    Pitfall(CH, "forward_with_bert_eps", {3: forward(blocks=PRE_LN.replace("layer_norm(x)", "layer_norm(x, eps=1e-12)"))},
+    Pitfall(CH, "forward_with_bert_eps",
+            {3: forward(blocks=PRE_LN.replace("layer_norm(x)", "layer_norm(x, eps=1e-12)"))},
             {"mlm_forward_tied": "mlm.forward_eps", "layer_norm": "pass"}),
     # ---- forbidden built-ins under other names: found in the source, with the line
     Pitfall(CH, "aten_layer_norm", {0: "return torch.ops.aten.layer_norm(x, [x.shape[-1]], None, None, eps)\n"},
             {"layer_norm": "mlm.forbidden_layer_norm"}),
-    Pitfall(CH, "aten_gelu", {1: 'return torch.ops.aten.gelu(x, approximate="tanh")\n'}, {"gelu_tanh": "mlm.forbidden_gelu"}),
+    Pitfall(CH, "aten_gelu", {1: 'return torch.ops.aten.gelu(x, approximate="tanh")\n'},
+            {"gelu_tanh": "mlm.forbidden_gelu"}),
     Pitfall(CH, "getattr_gelu", {1: 'return getattr(torch.ops.aten, "gelu")(x, approximate="tanh")\n'},
             {"gelu_tanh": "mlm.forbidden_gelu"}),
-    Pitfall(CH, "imported_gelu_alias", {1: 'from torch.nn.functional import gelu as g\nreturn g(x, approximate="tanh")\n'},
+    Pitfall(CH, "imported_gelu_alias",
+            {1: 'from torch.nn.functional import gelu as g\nreturn g(x, approximate="tanh")\n'},
             {"gelu_tanh": "mlm.forbidden_gelu"}),
     Pitfall(CH, "gelu_private_name", {1: 'return torch._C._nn.gelu(x, approximate="tanh")\n'},
             {"gelu_tanh": "mlm.forbidden_gelu"}),
@@ -135,17 +150,6 @@ op = getattr(torch.ops.aten, "native_" + "layer_norm")
 return op(x, [x.shape[-1]], None, None, eps)[0]
 '''}, {"layer_norm": "mlm.forbidden_layer_norm"}),
     # ---- loops over heads or positions
-    Pitfall(CH, "loop_over_heads", {2: '''
-n, t, d = x.shape
-d_head = d // num_heads
-q, k, v = x @ w_q, x @ w_k, x @ w_v
-outs = []
-for h in range(num_heads):
-    cols = slice(h * d_head, (h + 1) * d_head)
-    scores = q[..., cols] @ k[..., cols].transpose(-2, -1) / math.sqrt(d_head)
-    outs.append(torch.softmax(scores, dim=-1) @ v[..., cols])
-return torch.cat(outs, dim=-1) @ w_o
-'''}, {"multi_head_attention": "mlm.python_loop", "mlm_forward_tied": "pass"}),
     Pitfall(CH, "heads_in_a_comprehension", {2: mha(
         split="q, k, v = (torch.stack([h[..., i * d_head:(i + 1) * d_head] for i in range(num_heads)], 1) "
               "for h in (q, k, v))")}, {"multi_head_attention": "mlm.python_loop"}),
@@ -157,8 +161,9 @@ return torch.stack(rows).reshape(x.shape)
         out="torch.stack([logits_all[i, j] for i in range(input_ids.shape[0]) "
             "for j in range(input_ids.shape[1]) if mask_indicator[i, j] > 0.5])")},
             {"mlm_forward_tied": "mlm.python_loop_forward"}),
-    # The loop over the blocks is the forward pass's one loop: by index, or in a nested helper.
-    Pitfall(CH, "blocks_by_index", {3: '''
+    # The loop over the blocks is the forward pass's one loop: by index, or in a nested helper
+    # (each next to a mistake elsewhere, so that the notebook is still a wrong one).
+    Pitfall(CH, "blocks_by_index+loop_over_heads", {2: LOOP_OVER_HEADS, 3: '''
 x = w_emb[input_ids] + pos_embed
 num_blocks = blocks_weights.shape[0]
 for i in range(num_blocks):
@@ -166,8 +171,8 @@ for i in range(num_blocks):
     x = x + multi_head_attention(layer_norm(x), w_q, w_k, w_v, w_o, num_heads)
     x = x + gelu_tanh(layer_norm(x) @ w_mlp1) @ w_mlp2
 return (x @ w_emb.T)[mask_indicator > 0.5]
-'''}, {"mlm_forward_tied": "pass"}),
-    Pitfall(CH, "blocks_in_a_nested_helper", {3: '''
+'''}, {"mlm_forward_tied": "pass", "multi_head_attention": "mlm.python_loop"}),
+    Pitfall(CH, "blocks_in_a_nested_helper+exact_gelu", {1: EXACT_GELU, 3: '''
 def encoder(h, layers):
     for w_q, w_k, w_v, w_o, w_mlp1, w_mlp2 in layers:
         h = h + multi_head_attention(layer_norm(h), w_q, w_k, w_v, w_o, num_heads)
@@ -175,7 +180,7 @@ def encoder(h, layers):
     return h
 x = encoder(w_emb[input_ids] + pos_embed, blocks_weights)
 return (x @ w_emb.T)[mask_indicator > 0.5]
-'''}, {"mlm_forward_tied": "pass"}),
+'''}, {"mlm_forward_tied": "pass", "gelu_tanh": "mlm.exact_gelu"}),
     # ---- one tensor, as the text says
     Pitfall(CH, "forward_returns_a_tuple", {3: forward(out="logits_all[mask_indicator > 0.5], logits_all")},
             {"mlm_forward_tied": "mlm.not_a_tensor"}),
