@@ -57,7 +57,11 @@ def toc_pages() -> list[Path]:
             for key, value in node.items():
                 yield from [value] if key in ("root", "file") else files(value)
 
-    return [HTML / f"{name}.html" for name in files(toc)]
+    listed = [HTML / f"{name}.html" for name in files(toc)]
+    if missing := [page.relative_to(HTML).as_posix() for page in listed if not page.is_file()]:
+        pytest.fail(f"_toc.yml lists pages that {HTML} does not hold: {missing}; rebuild the book",
+                    pytrace=False)
+    return listed
 
 
 def korean_fonts() -> set[str]:
