@@ -152,7 +152,8 @@ def logits_symptom(keys: dict, embedding, token_ids, value, tol: dict = FORWARD_
     if rows is not None and np.any(rows != ids):
         return Finding(keys["wrong_rows"], {"count": int(np.sum(rows != ids)), "total": t})
     factor = float(np.sum(table * ref) / max(np.sum(ref * ref), 1e-300))
-    if abs(factor - 1) > 1e-3 and close(table, factor * ref, **tol):
+    # All zeros fit a factor of 0: that is no rescaling, only a wrong result.
+    if abs(factor - 1) > 1e-3 and abs(factor) > 1e-3 and close(table, factor * ref, **tol):
         return Finding(keys["scaled"], {"factor": f"{factor:.4g}"})
     return None
 

@@ -155,7 +155,19 @@ def nowhere_written(value: dict) -> Finding:
     return Finding("nnx.no_matrix", {"names": _names(value["params"])})
 
 
+PROBED = ("kind", "params", "path", "logits")  # what the forward and gradient probes report
+
+
+def malformed(value, fields=PROBED) -> Finding | None:
+    """A report that is not what the probe writes (a channel someone altered)."""
+    if isinstance(value, dict) and all(f in value for f in fields) and isinstance(value["params"], list):
+        return None
+    return Finding("common.not_an_array", {"type": type(value).__name__})
+
+
 def judge_forward(case: Case, value: dict, ref) -> Finding | None:
+    if malformed(value):
+        return malformed(value)
     if value["logits"] is None:
         return nowhere_written(value)
     finding = _judge_logits(case, value["logits"], ref)
@@ -167,6 +179,8 @@ def judge_forward(case: Case, value: dict, ref) -> Finding | None:
 def judge_model_gradient(case: Case, value: dict, ref: dict) -> Finding | None:
     """The gradient nnx.grad gives the module's matrix; a matrix it does not see as a
     parameter gets none at all."""
+    if malformed(value, PROBED + ("grad",)):
+        return malformed(value, PROBED + ("grad",))
     if value["path"] is None:
         return nowhere_written(value)
     finding = _judge_gradient(case, value, ref)
