@@ -81,9 +81,9 @@ class Gradebook:
         except Exception as exc:  # a message that cannot be shown is the grader's fault too
             result = grader_error(result.path, exc)
             record = as_dict(result, self.lang)
-        if result.bad is not None:  # a bad file is still graded: it gets its row
-            try:  # (a grader error is not: a rerun grades it again)
-                record["sha256"] = "" if result.bad.key == GRADER_ERROR else hashlib.sha256(read_bytes(result.path)).hexdigest()
+        if result.bad is not None and result.bad.key != GRADER_ERROR:  # graded: a rerun skips it
+            try:
+                record["sha256"] = hashlib.sha256(read_bytes(result.path)).hexdigest()
             except BadSubmission:
                 record["sha256"] = ""
         self.entries[str(result.path)] = {"student": student, **record}
@@ -148,8 +148,8 @@ def run_pool(book: Gradebook, todo: list[tuple[str, Path]], jobs: int, limits: r
     """Grade ``todo``, ``jobs`` at a time, saving each result as it comes.
 
     After Ctrl-C (``stopping.requested()``) no grading starts, every worker is
-    killed with its kernel, and ``Interrupted`` is raised; a grading thread still busy (importing a
-    framework) is not waited for.
+    killed with its kernel, and ``Interrupted`` is raised; a grading thread still
+    busy (importing a framework) is not waited for.
     """
     done = 0
     pool = ThreadPoolExecutor(max_workers=jobs)

@@ -256,8 +256,8 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str]:
 
 
 def stop_workers() -> None:
-    """After Ctrl-C: kill every worker with its kernel, now, from
-    whichever thread; their supervisors would within ``POLL`` seconds, unless busy."""
+    """After Ctrl-C: kill every worker and its kernel now (each supervisor would
+    within ``POLL`` seconds, unless its thread is busy elsewhere)."""
     with _LAUNCH:  # a launch under way ends and is noted; none starts after
         live = list(LIVE)
     for watched in live:
