@@ -64,11 +64,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def interrupted(message: str) -> int:
-    """Say so in one line, and exit 130 without waiting for a grading thread that
-    cannot be stopped (one importing a framework): every result is saved by now,
-    every process killed."""
+    """Say so in one line, and exit 130 without waiting for a thread that cannot be
+    stopped (one importing a framework, or computing references): every result is
+    saved by now, every process killed."""
     print(message, file=sys.stderr)
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    if any(t.is_alive() for t in threading.enumerate() if t is not threading.main_thread()):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(EXIT_INTERRUPTED)
@@ -119,6 +119,8 @@ def run_grade(args) -> int:
     try:
         book = grade_all(args.paths, args.out, args.jobs, Limits(args.timeout, int(args.memory * 2**30)), args.lang)
     except Interrupted:
+        if sys.stderr.isatty():  # after the progress bar
+            print(file=sys.stderr)
         return interrupted(text("common.interrupted_batch", args.lang, path=args.out / "gradebook.csv"))
     except Exception as exc:
         return crashed(exc, args.lang)

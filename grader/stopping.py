@@ -33,6 +33,8 @@ class Interrupted(Exception):
 
 def catch_ctrl_c() -> None:
     global _wakeup
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set signal handlers
     read, write = os.pipe()
     os.set_blocking(read, False)
     os.set_blocking(write, False)
