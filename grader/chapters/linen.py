@@ -330,7 +330,7 @@ STRUCTURE_PROMISES = (
     Promise("it owns exactly one parameter", "judge_structure: linen.param_count; linen.second_param (NameInUseError)"),
     Promise("named embedding", "judge_structure: linen.param_name (the path must be params/embedding)"),
     Promise("of shape (V, D)", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
-            "V=512, D=256 (hidden)"),
+            "V=512, D=256 (hidden); linen.param_shape when the grader's (V, D) matrix is refused"),
     Promise("initialised with nn.initializers.normal(stddev=0.02)",
             "judge_structure: common.init_std on the V=512, D=256 case (tolerance 10 standard errors); the exact "
             "draw is held by tied_io_embed's values"),
@@ -385,7 +385,8 @@ CHAPTER = Chapter(
     probe_module="grader.chapters.linen_probe",
     errors=(MISSING_TRANSPOSE, FLOAT_IDS, FLOAT_SIZES, FLOAT_SEED, SUBMODULE,
             ErrorPattern("linen.second_param", r"NameInUseError"),
-            ErrorPattern("linen.param_not_found", r"ScopeParamNotFoundError")),
+            ErrorPattern("linen.param_not_found", r"ScopeParamNotFoundError"),
+            ErrorPattern("linen.param_shape", r"ScopeParamShapeError")),
     items=(
         Item(
             name="TiedIO.params", symbol="TiedIO", points=2, probe="tiedio_structure",

@@ -110,4 +110,9 @@ return module.apply(module.init(jax.random.PRNGKey(int(seed)), idz), ids).reshap
     # tied_io_embed: every argument arrives as a float, the seed matters, the dtype is float32.
     Pitfall("01_linen", "ignores_seed", embed(APPLY, seed="0"),
             {"tied_io_embed": "linen.ignores_seed", "TiedIO.gradient": "pass"}),
+    Pitfall("01_linen", "shape_d_by_v", {0: '''
+embedding = self.param("embedding", nn.initializers.normal(stddev=0.02), (self.d_model, self.vocab_size))
+return embedding[:, token_ids].T @ embedding
+'''}, {"TiedIO.params": "common.wrong_param_shape", "TiedIO.__call__": "linen.param_shape",
+       "TiedIO.gradient": "linen.param_shape", "tied_io_embed": "common.wrong_values"}),
 ]

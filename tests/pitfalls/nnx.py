@@ -171,4 +171,7 @@ return self.embedding.attend(self.embedding(token_ids))
 self.embedding = nnx.Variable({DRAW})
 '''}, {"TiedEmbed.params": "nnx.not_a_param", "TiedEmbed.__call__": "pass",
        "TiedEmbed.gradient": "nnx.grad_not_a_param", "tied_io_embed": "pass"}),
+    Pitfall("02_nnx", "divided_by_d", {0: '''
+self.embedding = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, d_model)) / d_model)
+'''}, {"TiedEmbed.params": "common.init_std", "tied_io_embed": "nnx.scaled", "TiedEmbed.__call__": "pass"}),
 ]
