@@ -130,6 +130,8 @@ def progress(done: int, total: int, label: str) -> None:
 def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, lang: str) -> Gradebook:
     book = Gradebook(out, lang)
     book.save()  # first: even a run stopped at once leaves a valid gradebook
+    if requested():
+        raise Interrupted
     todo = [(s, p) for s, p in find_notebooks(paths) if not book.is_current(p)]
     with disk_cache.compiled_programs() as compiled:
         # Share the cores among the kernels that run at once, and compiled programs
