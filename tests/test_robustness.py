@@ -177,6 +177,15 @@ def test_loop_inside_a_graded_function_times_out_that_item_at_the_stuck_line(tmp
     assert "your line: while len(tokens) > 3: pass" in stuck, stuck
 
 
+def test_a_kernel_that_ignores_the_interrupt_is_killed_after_the_grace(tmp_path):
+    stubborn = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass"
+    path = write(with_cells("04_gpt_head", [stubborn]), tmp_path / "04_gpt_head.ipynb")
+    done = timed_check(path, "--timeout", "10", "--json", bound=10 + 45)
+    items = json.loads(done.stdout)["items"]
+    assert {i["verdict"] for i in items} == {"timeout"}
+    assert items[0]["message"].startswith("Timed out: code cell 2 was still running")  # no line: no traceback came
+
+
 def test_memory_hog_is_stopped(tmp_path):
     hog = "import numpy as np\nhog = np.ones((3 * 2**30) // 8)"  # 3 GiB
     path = write(with_cells(CHAPTER, [hog]), tmp_path / f"{CHAPTER}.ipynb")
