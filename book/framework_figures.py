@@ -296,3 +296,33 @@ def file_sizes(fig, sizes: dict[str, int], matrix_bytes: int):
                 f"{value:,.1f} KiB", va="center")
     ax.set_xlim(0, max(kib) * 1.3)
     ax.set_xlabel(f"file size in KiB; one float32 (V, d) matrix is {matrix_bytes / 1024:,.1f} KiB")
+
+
+@drawing(height=3.0)
+def own_row_wins(fig, wins: dict[int, float], vocab: int):
+    """How often a token's own row is the argmax of its logits, per width D."""
+    ax = fig.add_subplot()
+    widths = list(wins)
+    bars = ax.bar([f"D = {D}" for D in widths], [100 * wins[D] for D in widths], color=LOOKUP,
+                  width=0.6)
+    for bar, D in zip(bars, widths):
+        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height() + 2, f"{wins[D]:.0%}",
+                ha="center")
+    ax.set_ylim(0, 115)
+    ax.set_ylabel(f"own row wins, % of {vocab} tokens")
+
+
+@drawing(height=3.0)
+def self_and_other_logits(fig, scores):
+    """Histogram of a token's logit with itself against its logits with the other rows."""
+    ax = fig.add_subplot()
+    scores = np.asarray(scores)
+    own = np.diag(scores)
+    other = scores[~np.eye(len(scores), dtype=bool)]
+    bins = np.linspace(min(other.min(), own.min()), max(other.max(), own.max()), 80)
+    ax.hist(other, bins=bins, color=MUTED, density=True, label="with another row")
+    ax.hist(own, bins=bins, color=HEAD, density=True, alpha=0.85,
+            label="with itself, ‖E_v‖²")
+    ax.set_xlabel("logit at initialisation")
+    ax.set_ylabel("density")
+    ax.legend(frameon=False, loc="upper center")
