@@ -6,16 +6,29 @@ validation, and two small LSTM language models are trained on it with the same s
 batches, learning-rate schedule and seeds. They differ only in the output projection:
 the tied model reuses the (V, d) embedding matrix, the untied one has its own.
 
+The experiment has two phases:
+
+1. a sweep: each variant is trained at every learning rate of ``lrs`` on the
+   ``sweep_seeds``, without dropout, and keeps the rate with the lowest mean final
+   validation perplexity;
+2. the comparison: both variants, each at its own rate, on every seed of ``seeds`` and at
+   every dropout of ``dropouts``. Seed s gives both variants the same start and the same
+   batches, so the runs come in pairs. The sweep seeds are not reused here.
+
     python experiments/tying_experiment.py --out book/data/06_results.json
-    python experiments/tying_experiment.py --steps 200 --seeds 0 --out /tmp/quick.json
+    python experiments/tying_experiment.py --steps 200 --lrs 0.003 --sweep-seeds 0 \
+        --seeds 0 --dropouts 0 --out /tmp/quick.json
 
 Every field of ``Config`` is also a command-line option (``--d-model 64``, ...). The JSON
-written holds the configuration, the script's ``VERSION``, facts about the data, and for
-every run its parameter count and its train and validation perplexity curves.
+written holds the configuration, the script's ``VERSION``, facts about the data, the
+learning rate each variant kept, and for every run its parameter count and its train and
+validation perplexity curves.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -34,25 +47,27 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-VERSION = 1  # bump when a change to the code changes the results
+VERSION = 2  # bump when a change to the code changes the results
 VARIANTS = ("untied", "tied")
 TOKEN = re.compile(r"\w+|[^\w\s]")  # a word (letters, digits, underscores) or one punctuation mark
 UNK = "<unk>"
+EVAL_STREAMS = 16  # parallel streams when a perplexity is measured on a whole split
 
 
 @dataclass(frozen=True)
 class Config:
     vocab_size: int = 2000       # V: the most frequent training tokens, the rest become <unk>
     d_model: int = 128           # d: embedding size = LSTM hidden size (tying needs them equal)
-    dropout: float = 0.0         # on the embedding output and on the LSTM output
     batch_size: int = 32         # parallel streams
     bptt: int = 32               # tokens per stream per step (truncated backpropagation)
-    steps: int = 1000            # optimiser steps per run
-    lr: float = 3e-3             # Adam peak learning rate
-    warmup: int = 50             # linear warm-up steps, then cosine decay to zero
+    steps: int = 500             # optimiser steps per run
+    warmup: int = 25             # linear warm-up steps, then cosine decay to zero
     clip: float = 1.0            # gradient-norm clipping
     eval_every: int = 50         # steps between two points of the curves
-    seeds: tuple[int, ...] = (0, 1, 2)
+    lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)   # Adam peak learning rates of the sweep
+    sweep_seeds: tuple[int, ...] = (100, 101)      # the sweep's seeds, kept out of the comparison
+    seeds: tuple[int, ...] = tuple(range(8))       # the comparison's seeds: one pair of runs each
+    dropouts: tuple[float, ...] = (0.0, 0.3)       # on the embedding output and the LSTM output
     block_tokens: int = 1000     # the split cuts the token stream into blocks of this size
     valid_every: int = 10        # ... and every valid_every-th block goes to validation
     max_tokens: int = 0          # use only the first max_tokens tokens (0: the whole text)
@@ -166,9 +181,9 @@ def count_parameters(model: nn.Module) -> int:
 
 @torch.no_grad()
 def perplexity(model: LSTMLanguageModel, ids: torch.Tensor, bptt: int) -> float:
-    """exp(mean cross-entropy) over every next-token prediction of ``ids`` (4 streams)."""
+    """exp(mean cross-entropy) over every next-token prediction of ``ids``, dropout off."""
     model.eval()
-    data = batchify(ids, 4)
+    data = batchify(ids, EVAL_STREAMS)
     state, total, count = None, 0.0, 0
     for pos in range(0, data.size(1) - 1, bptt):
         x = data[:, pos:pos + bptt]
@@ -181,12 +196,12 @@ def perplexity(model: LSTMLanguageModel, ids: torch.Tensor, bptt: int) -> float:
     return math.exp(total / count)
 
 
-def train_run(cfg: Config, variant: str, seed: int, data: dict) -> dict:
+def train_run(cfg: Config, data: dict, variant: str, seed: int, lr: float, dropout: float) -> dict:
     """One model trained for cfg.steps steps; its curves and parameter count."""
     torch.manual_seed(seed)
     vocab_size = len(data["itos"])
-    model = LSTMLanguageModel(vocab_size, cfg.d_model, tied=variant == "tied", dropout=cfg.dropout)
-    optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    model = LSTMLanguageModel(vocab_size, cfg.d_model, tied=variant == "tied", dropout=dropout)
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser,
         lambda s: min(1.0, (s + 1) / cfg.warmup) * 0.5 * (1 + math.cos(math.pi * s / cfg.steps)),
@@ -222,10 +237,15 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict) -> dict:
     return {
         "variant": variant,
         "seed": seed,
+        "lr": lr,
+        "dropout": dropout,
         "parameters": count_parameters(model),
         "head_is_embedding": model.head.weight is model.embed.weight,
         **curve,
-        "final_train_ppl": curve["train_ppl"][-1],
+        # The final weights on the whole training text, dropout off: the same measurement as
+        # validation, so that valid / train compares like with like (the curve's train
+        # perplexity is what the optimiser saw, with dropout on when there is dropout).
+        "final_train_ppl": perplexity(model, data["train"], cfg.bptt),
         "final_valid_ppl": curve["valid_ppl"][-1],
         "best_valid_ppl": curve["valid_ppl"][best],
         "best_step": curve["step"][best],
@@ -234,39 +254,67 @@ def train_run(cfg: Config, variant: str, seed: int, data: dict) -> dict:
     }
 
 
-def _one_run(cfg: Config, variant: str, seed: int, threads: int) -> dict:
-    """A worker's job: its own thread count, its own copy of the (deterministic) data."""
+@functools.lru_cache(maxsize=1)
+def _prepared(cfg: Config) -> dict:
+    """A worker prepares the (deterministic) data once, not once per run."""
+    return prepare(cfg)
+
+
+def _one_run(cfg: Config, variant: str, seed: int, lr: float, dropout: float, threads: int) -> dict:
+    """A worker's job: its own thread count, its own copy of the data."""
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
-    return train_run(cfg, variant, seed, prepare(cfg))
+    return train_run(cfg, _prepared(cfg), variant, seed, lr, dropout)
+
+
+def best_learning_rates(cfg: Config, sweep: list[dict]) -> dict[str, float]:
+    """Per variant, the rate of ``lrs`` with the lowest mean final validation perplexity."""
+    def mean_valid(variant, lr):
+        chosen = [r["final_valid_ppl"] for r in sweep if r["variant"] == variant and r["lr"] == lr]
+        return sum(chosen) / len(chosen)
+
+    return {variant: min(cfg.lrs, key=lambda lr: mean_valid(variant, lr)) for variant in VARIANTS}
 
 
 def run_experiment(cfg: Config, threads: int = 1, jobs: int = 1, log=print) -> dict:
-    """Both variants for every seed; the dictionary that --out writes as JSON.
+    """The sweep, then the comparison; the dictionary that --out writes as JSON.
 
     With jobs > 1 the runs go to that many worker processes, each using ``threads``
-    threads. Every run depends only on its seed, so the results do not depend on jobs.
+    threads. Every run depends only on its seed, rate and dropout, so the results do not
+    depend on jobs.
     """
     started = time.perf_counter()
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
     data = prepare(cfg)
-    tasks = [(variant, seed) for seed in cfg.seeds for variant in VARIANTS]
 
     def report(run):
         if log:
-            log(f"seed {run['seed']} {run['variant']:6s}: {run['parameters']:,} parameters, "
-                f"valid ppl {run['final_valid_ppl']:.1f} (best {run['best_valid_ppl']:.1f} "
-                f"at step {run['best_step']}), {run['seconds']:.0f} s")
+            log(f"lr {run['lr']:g} dropout {run['dropout']:g} seed {run['seed']} "
+                f"{run['variant']:6s}: valid ppl {run['final_valid_ppl']:.1f} "
+                f"(best {run['best_valid_ppl']:.1f} at step {run['best_step']}), "
+                f"train ppl {run['final_train_ppl']:.1f}, {run['seconds']:.0f} s")
         return run
 
-    if jobs == 1:
-        runs = [report(train_run(cfg, variant, seed, data)) for variant, seed in tasks]
-    else:
-        context = multiprocessing.get_context("spawn")  # no fork of a process with torch threads
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = [pool.submit(_one_run, cfg, variant, seed, threads) for variant, seed in tasks]
-            runs = [report(future.result()) for future in futures]
+    with contextlib.ExitStack() as stack:
+        if jobs == 1:
+            def train_all(tasks):
+                return [report(train_run(cfg, data, *task)) for task in tasks]
+        else:
+            context = multiprocessing.get_context("spawn")  # no fork of a process with torch threads
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=jobs, mp_context=context))
+
+            def train_all(tasks):
+                futures = [pool.submit(_one_run, cfg, *task, threads) for task in tasks]
+                return [report(future.result()) for future in futures]
+
+        sweep = train_all([(variant, seed, lr, 0.0) for lr in cfg.lrs
+                           for seed in cfg.sweep_seeds for variant in VARIANTS])
+        best_lr = best_learning_rates(cfg, sweep)
+        if log:
+            log(f"learning rates kept: {best_lr}")
+        runs = train_all([(variant, seed, best_lr[variant], dropout) for dropout in cfg.dropouts
+                          for seed in cfg.seeds for variant in VARIANTS])
     return {
         "version": VERSION,
         "config": config_dict(cfg),
@@ -278,9 +326,56 @@ def run_experiment(cfg: Config, threads: int = 1, jobs: int = 1, log=print) -> d
             "cpu_count": os.cpu_count(),
             "machine": platform.machine(),
         },
+        "sweep": sweep,
+        "best_lr": best_lr,
         "runs": runs,
         "seconds_total": time.perf_counter() - started,
     }
+
+
+# ---------------------------------------------------------------- analysis
+
+MEASURES = {
+    "valid": lambda run: run["final_valid_ppl"],                           # lower is better
+    "ratio": lambda run: run["final_valid_ppl"] / run["final_train_ppl"],  # the generalisation gap
+}
+
+
+def paired_differences(results: dict, dropout: float, measure: str) -> dict[int, float]:
+    """Untied minus tied, seed by seed, for the comparison's runs at one dropout."""
+    value = MEASURES[measure]
+    runs = {(r["variant"], r["seed"]): r for r in results["runs"] if r["dropout"] == dropout}
+    return {seed: value(runs["untied", seed]) - value(runs["tied", seed])
+            for seed in results["config"]["seeds"]}
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile for p > 0.5: bisection on the CDF, Simpson's rule on the density."""
+    scale = math.gamma((df + 1) / 2) / (math.sqrt(df * math.pi) * math.gamma(df / 2))
+
+    def density(x):
+        return scale * (1 + x * x / df) ** (-(df + 1) / 2)
+
+    def cdf(x, n=2000):  # x >= 0
+        h = x / n
+        inner = sum((4 if i % 2 else 2) * density(i * h) for i in range(1, n))
+        return 0.5 + (density(0) + inner + density(x)) * h / 3
+
+    low, high = 0.0, 50.0
+    for _ in range(50):
+        mid = (low + high) / 2
+        low, high = (mid, high) if cdf(mid) < p else (low, mid)
+    return (low + high) / 2
+
+
+def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
+    """The mean and its t-interval, mean ± t((1 + level) / 2, n − 1) · s / √n."""
+    values = list(values)
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t_quantile((1 + level) / 2, n - 1) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
 
 
 # ---------------------------------------------------------------- command line
@@ -291,7 +386,7 @@ def parse_args(argv=None) -> tuple[Config, argparse.Namespace]:
         default = getattr(Config(), field.name)
         option = "--" + field.name.replace("_", "-")
         if isinstance(default, tuple):
-            parser.add_argument(option, type=int, nargs="+", default=list(default))
+            parser.add_argument(option, type=type(default[0]), nargs="+", default=list(default))
         else:
             parser.add_argument(option, type=type(default), default=default)
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads in every run")
@@ -299,7 +394,8 @@ def parse_args(argv=None) -> tuple[Config, argparse.Namespace]:
     parser.add_argument("--out", type=Path, help="where to write the JSON of results")
     args = parser.parse_args(argv)
     values = {f.name: getattr(args, f.name) for f in fields(Config)}
-    values["seeds"] = tuple(values["seeds"])
+    values.update({f.name: tuple(values[f.name]) for f in fields(Config)
+                   if isinstance(values[f.name], list)})
     return Config(**values), args
 
 

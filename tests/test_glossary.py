@@ -42,8 +42,7 @@ ALLOWED = {"es": [], "ko": [r"레이어\s*정규화\s*\(LayerNorm\)"]}
 
 
 # Pages whose notes another change is rewriting; the lead removes the mark once they pass.
-PENDING = {"06_experiment": "chapter 06 is being rewritten (issue 15); its notes still say 정규화 "
-                            "for regularisation and never give (weight tying)"}
+PENDING = {}
 
 
 def notes(page):
