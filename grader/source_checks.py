@@ -47,14 +47,18 @@ def parse(source) -> ast.Module | None:
         return None
     try:
         return ast.parse(textwrap.dedent(source))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the text comes from the student's kernel
         return None
+
+
+MAX_LINE = 160  # characters of a quoted line
 
 
 def _line(source: str, node: ast.AST) -> tuple[int, str]:
     lines = textwrap.dedent(source).splitlines()
     n = getattr(node, "lineno", 1)
-    return n, (lines[n - 1].strip() if 0 < n <= len(lines) else "")
+    text = lines[n - 1].strip() if 0 < n <= len(lines) else ""
+    return n, (text if len(text) <= MAX_LINE else text[: MAX_LINE - 1] + "…")
 
 
 def _names(node: ast.AST) -> set[str]:

@@ -99,6 +99,17 @@ def test_no_source_or_bad_source_finds_nothing(source):
     assert source_checks.parameters(source) == []
 
 
+def test_source_too_deep_to_parse_finds_nothing():
+    source = "def f(x):\n    return " + "(" * 5000 + "x" + ")" * 5000 + "\n"
+    assert source_checks.loops(source, "f") == []
+
+
+def test_a_long_line_is_quoted_short():
+    source = "def f(x):\n    return [x for x in x] + " + " + ".join(["x"] * 200) + "\n"
+    (found,) = source_checks.loops(source, "f")
+    assert len(found.text) == source_checks.MAX_LINE and found.text.endswith("…")
+
+
 def test_indented_source_is_parsed():
     source = "    def f(x):\n        for i in x:\n            pass\n"
     assert [c.line for c in source_checks.loops(source, "f")] == [2]
