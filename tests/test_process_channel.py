@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
