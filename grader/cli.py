@@ -1,4 +1,5 @@
-"""Command line: ``grader check``, ``grader grade`` and ``grader release``.
+"""Command line: ``grader check``, ``grade``, ``merge``, ``report``, ``export``,
+``release``, and the platforms' entry points ``gradescope`` and ``prairielearn``.
 
 Exit codes: 0 when every item passes, 1 when any fails, 2 for usage errors and
 files that cannot be graded (with a one-line message, never a traceback), 130
@@ -35,12 +36,23 @@ def positive(kind):
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="grader", description="Grade Tied exercise notebooks.")
-    sub = top.add_subparsers(dest="command", required=True, metavar="{check,grade,release}")
+    sub = top.add_subparsers(dest="command", required=True,
+                             metavar="{check,grade,merge,report,export,release,gradescope,prairielearn}")
+
+    def language(p):
+        p.add_argument("--lang", choices=LANGUAGES, default=None, help="message language (default: from the locale)")
+
+    def secret(p):
+        p.add_argument("--secret", type=Path, metavar="FILE",
+                       help="a teacher's secret that seeds the hidden cases (or set TIED_SECRET)")
 
     def limits(p):
         p.add_argument("--timeout", type=positive(float), default=120.0, help="seconds per notebook (default 120)")
         p.add_argument("--memory", type=positive(float), default=4.0, help="GiB per notebook (default 4)")
-        p.add_argument("--lang", choices=LANGUAGES, default=None, help="message language (default: from the locale)")
+        p.add_argument("--sandbox", action="store_true",
+                       help="run each notebook in its own namespaces and cgroups (needs bubblewrap)")
+        language(p)
+        secret(p)
 
     check = sub.add_parser("check", help="grade one notebook and show a report")
     check.add_argument("notebook", type=Path)
@@ -55,7 +67,38 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("paths", type=Path, nargs="+")
     grade.add_argument("--jobs", type=positive(int), default=os.cpu_count() or 1)
     grade.add_argument("--out", type=Path, default=Path("gradebook"), help="folder of gradebook.csv/.json")
+    grade.add_argument("--shard", metavar="K/N", help="grade only share K of N of the submissions (a cluster job)")
     limits(grade)
+
+    merge = sub.add_parser("merge", help="join the gradebooks of shards into one")
+    merge.add_argument("out", type=Path, help="folder of the merged gradebook")
+    merge.add_argument("shards", type=Path, nargs="+", help="folders of the shards' gradebooks")
+    language(merge)
+
+    report = sub.add_parser("report", help="write an offline HTML page about a graded class")
+    report.add_argument("gradebook", type=Path, help="folder of gradebook.json")
+    report.add_argument("--out", type=Path, default=Path("report.html"))
+    language(report)
+
+    export = sub.add_parser("export", help="write what Gradescope, PrairieLearn or Canvas take")
+    formats = export.add_subparsers(dest="format", required=True, metavar="{gradescope,prairielearn,canvas}")
+    for name, out, what in (("gradescope", "autograder.zip", "an autograder zip"),
+                            ("prairielearn", "tied-grader", "a folder for serverFilesCourse")):
+        platform = formats.add_parser(name, help=what)
+        platform.add_argument("chapter")
+        platform.add_argument("--out", type=Path, default=Path(out))
+        language(platform)
+    canvas = formats.add_parser("canvas", help="a gradebook import CSV")
+    canvas.add_argument("--gradebook", type=Path, default=Path("gradebook"))
+    canvas.add_argument("--out", type=Path, default=Path("canvas.csv"))
+    canvas.add_argument("--column", default="Tied {chapter}", help="assignment column name (default 'Tied {chapter}')")
+
+    for name, inbox in (("gradescope", "submission"), ("prairielearn", "student")):
+        entry = sub.add_parser(name, help=f"grade ROOT/{inbox} into ROOT/results/results.json ({name}'s layout)")
+        entry.add_argument("--root", type=Path, required=True)
+        entry.add_argument("--chapter", required=True)
+        language(entry)
+        secret(entry)
 
     release = sub.add_parser("release", help="write exercises/ from solutions/")
     release.add_argument("--check", action="store_true", help="fail if exercises/ is out of date")
@@ -97,7 +140,7 @@ def check_notebook(args) -> int:
     from .runner import Limits, grade
 
     with disk_cache.compiled_programs() as compiled:
-        limits = Limits(args.timeout, int(args.memory * 2**30), jax_cache=compiled)
+        limits = Limits(args.timeout, int(args.memory * 2**30), jax_cache=compiled, sandbox=args.sandbox)
         result = grade(args.notebook, limits, args.chapter)
     if args.keep_log:
         write_atomic(args.keep_log, result.log)
@@ -114,9 +157,16 @@ def check_notebook(args) -> int:
 def run_grade(args) -> int:
     from .gradebook import grade_all
     from .runner import Limits
+    from .shards import ShardError, parse_shard
 
     try:
-        book = grade_all(args.paths, args.out, args.jobs, Limits(args.timeout, int(args.memory * 2**30)), args.lang)
+        shard = parse_shard(args.shard) if args.shard else None
+    except ShardError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    limits = Limits(args.timeout, int(args.memory * 2**30), sandbox=args.sandbox)
+    try:
+        book = grade_all(args.paths, args.out, args.jobs, limits, args.lang, shard)
     except Interrupted:
         if sys.stderr.isatty():  # after the progress bar
             print(file=sys.stderr)
@@ -126,6 +176,112 @@ def run_grade(args) -> int:
     print(f"{book.csv_path}\n{book.json_path}")
     ok = all("error" not in e and e["passed"] for e in book.entries.values())
     return EXIT_OK if ok else EXIT_FAIL
+
+
+def run_merge(args) -> int:
+    from .gradebook import Gradebook
+    from .shards import ShardError, merged_entries
+
+    try:
+        entries = merged_entries(args.shards)
+    except (ShardError, OSError, ValueError, KeyError) as exc:
+        print(f"grader merge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    book = Gradebook(args.out, args.lang, fresh=True)
+    book.entries = entries
+    book.save()
+    print(f"{book.csv_path}\n{book.json_path}")
+    return EXIT_OK
+
+
+def run_report(args) -> int:
+    from .class_report import write_report
+
+    try:
+        print(write_report(args.gradebook, args.out, args.lang))
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"grader report: {args.gradebook / 'gradebook.json'}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def run_export(args) -> int:
+    from . import platforms
+    from .registry import chapters
+
+    source = Path(platforms.__file__).resolve().parent.parent
+    try:
+        if args.format == "canvas":
+            from .class_report import load
+
+            entries = load(args.gradebook)
+            names = sorted({e["chapter"] for e in entries.values() if "error" not in e})
+            csv = platforms.canvas_csv(entries, names, lambda c: args.column.format(chapter=c))
+            from .atomic import write_atomic
+
+            write_atomic(args.out, csv)
+        elif args.chapter not in chapters():
+            print(f"grader export: no chapter {args.chapter!r} (known: {', '.join(chapters())})", file=sys.stderr)
+            return EXIT_USAGE
+        elif args.format == "gradescope":
+            platforms.export_gradescope(args.chapter, args.lang, args.out, source)
+        else:
+            platforms.export_prairielearn(args.chapter, args.lang, args.out, source)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"grader export: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(args.out)
+    return EXIT_OK
+
+
+def run_platform(args) -> int:
+    from . import platforms
+
+    run = platforms.run_gradescope if args.command == "gradescope" else platforms.run_prairielearn
+    try:
+        return run(args.root, args.chapter, args.lang)
+    except Interrupted:
+        return interrupted(text("common.interrupted", args.lang))
+    except Exception as exc:
+        return crashed(exc, args.lang)
+
+
+def use_secret(args) -> str:
+    """Seed the hidden cases with the teacher's secret, if any; an error message or "".
+    ``TIED_SECRET`` leaves the environment here, so no kernel inherits it."""
+    from .cases import use_secret as seed
+
+    secret = os.environ.pop("TIED_SECRET", "").encode()
+    if getattr(args, "secret", None):
+        try:
+            secret = args.secret.read_bytes().strip()
+        except OSError as exc:
+            return f"--secret {args.secret}: {exc.strerror or exc}"
+        if not secret:
+            return f"--secret {args.secret}: the file is empty"
+    seed(secret)
+    return ""
+
+
+def sandbox_ready(args) -> str:
+    """With ``--sandbox``: an error message when it cannot be had; a note (on stderr)
+    when the machine lets it count less than it should."""
+    if not getattr(args, "sandbox", False):
+        return ""
+    import tempfile
+
+    from .sandbox import Sandbox, SandboxUnavailable
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            box = Sandbox(Path(tmp), 1 << 30, {})
+            note = box.limits_note()
+            box.close()
+    except SandboxUnavailable as exc:
+        return str(exc)
+    if note:
+        print(note, file=sys.stderr)
+    return ""
 
 
 def run_release(args) -> int:
@@ -148,10 +304,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if getattr(args, "lang", None) is None:
         args.lang = detect_lang()
+    problem = use_secret(args) or sandbox_ready(args)
+    if problem:
+        print(problem, file=sys.stderr)
+        return EXIT_USAGE
     if args.command == "release":  # quick, and writes no gradebook: Ctrl-C stops it as usual
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if requested():
             return EXIT_INTERRUPTED
     # check and grade stop at their first safe point after a Ctrl-C, even one pressed
     # during the imports: grade writes its (empty) gradebook first.
-    return {"check": run_check, "grade": run_grade, "release": run_release}[args.command](args)
+    commands = {"check": run_check, "grade": run_grade, "merge": run_merge, "report": run_report,
+                "export": run_export, "release": run_release, "gradescope": run_platform, "prairielearn": run_platform}
+    try:
+        return commands[args.command](args)
+    except Exception as exc:  # a bug of the grader's own: one line, never a traceback
+        return crashed(exc, args.lang)

@@ -23,6 +23,7 @@ from .atomic import write_atomic
 from .judge import NOT_REACHED, OOM, TIMEOUT
 from .registry import Finding
 from .report import as_dict, dumps
+from .shards import in_shard
 from .stopping import Interrupted, requested
 from .submission import BadSubmission, read_bytes
 
@@ -56,11 +57,12 @@ def find_notebooks(paths: list[Path]) -> list[tuple[str, Path]]:
 
 
 class Gradebook:
-    def __init__(self, out: Path, lang: str):
+    def __init__(self, out: Path, lang: str, fresh: bool = False):
+        """The gradebook in ``out``: what an earlier run recorded there, unless ``fresh``."""
         self.out, self.lang = out, lang
         self.json_path, self.csv_path = out / "gradebook.json", out / "gradebook.csv"
         self.entries: dict[str, dict] = {}
-        if self.json_path.exists():
+        if self.json_path.exists() and not fresh:
             try:
                 self.entries = json.loads(self.json_path.read_text(encoding="utf-8"))["submissions"]
             except (ValueError, KeyError, TypeError):
@@ -127,12 +129,15 @@ def progress(done: int, total: int, label: str) -> None:
     sys.stderr.flush()
 
 
-def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, lang: str) -> Gradebook:
+def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, lang: str,
+              shard: tuple[int, int] | None = None) -> Gradebook:
+    """Grade every notebook under ``paths`` (only share K of N with ``shard``) into ``out``."""
     book = Gradebook(out, lang)
     book.save()  # first: even a run stopped at once leaves a valid gradebook
     if requested():
         raise Interrupted
-    todo = [(s, p) for s, p in find_notebooks(paths) if not book.is_current(p)]
+    todo = [(s, p) for s, p in find_notebooks(paths)
+            if (shard is None or in_shard(s, p, shard)) and not book.is_current(p)]
     with disk_cache.compiled_programs() as compiled:
         # Share the cores among the kernels that run at once, and compiled programs
         # among all the kernels of this batch (and of earlier ones).

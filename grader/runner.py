@@ -28,6 +28,7 @@ from . import expected_outputs, judge
 from .judge import FAIL, NOT_REACHED, OOM, PASS, TIMEOUT, Verdict
 from .probe_kernel import write_spec
 from .registry import Chapter, ErrorPattern, Finding, chapter
+from .sandbox import Sandbox
 from .stopping import Interrupted, requested
 from .submission import BadSubmission, Submission, load, read_regular
 
@@ -80,6 +81,7 @@ class Limits:
     memory: int = DEFAULT_MEMORY
     threads: int = 0  # CPU threads the kernel may use; 0 leaves the libraries' default
     jax_cache: str = ""  # a folder where the kernels keep compiled JAX programs
+    sandbox: bool = False  # each worker in its own namespaces and cgroups (grader.sandbox)
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -232,26 +234,33 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1",
            **thread_env(limits.threads), **jax_cache_env(limits.jax_cache)}
     deadline = time.monotonic() + limits.timeout
+    command = [sys.executable, "-m", "grader.worker", job["path"], repr(deadline)]
+    box = Sandbox(Path(job["path"]).parent, limits.memory, env) if limits.sandbox else None
     with tempfile.TemporaryFile() as log:  # out of the kernel's reach, unlike the job's folder
         with _LAUNCH:
             if requested():
                 raise Interrupted
             proc = subprocess.Popen(
-                [sys.executable, "-m", "grader.worker", job["path"], repr(deadline)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True, env=env, cwd=Path(job["notebook"]).parent,
+                box.argv(command, Path(job["notebook"]).parent) if box else command,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                env=box.env if box else env, cwd=Path(job["notebook"]).parent,
+                preexec_fn=box.join if box else None,
             )
             watched = psutil.Process(proc.pid)  # taken before the worker can be reaped: never another process
             LIVE.add(watched)
         procs: list[psutil.Process] = []
         try:
-            stopped, procs = _watch(proc, watched, deadline + GRACE, limits.memory)
+            stopped, procs = _watch(proc, watched, deadline + GRACE, limits.memory, box)
         finally:
             # Whatever happened, nothing outlives this call: a kernel the worker
-            # left behind was in the last listing.
+            # left behind was in the last listing, and in a sandbox everything the
+            # submission started is in its cgroup.
             kill_tree(watched, procs)
             proc.wait()
             LIVE.discard(watched)
+            if box:
+                stopped = OOM if box.hit_memory_limit() and stopped != TIMEOUT else stopped
+                box.close()
         return stopped, _tail(log)
 
 
@@ -264,8 +273,9 @@ def stop_workers() -> None:
         kill_tree(watched)
 
 
-def _watch(proc: subprocess.Popen, watched: psutil.Process, kill_at: float, memory: int):
-    """Wait for the worker; (how it stopped, its tree when last listed)."""
+def _watch(proc: subprocess.Popen, watched: psutil.Process, kill_at: float, memory: int, box=None):
+    """Wait for the worker; (how it stopped, its tree when last listed).  In a sandbox
+    the cgroup also counts what the tree does not show (memfd, detached children)."""
     procs, listed = [], 0.0
     while proc.poll() is None:
         if requested():
@@ -275,7 +285,7 @@ def _watch(proc: subprocess.Popen, watched: psutil.Process, kill_at: float, memo
             procs, listed = _tree(watched), now
         if now > kill_at:
             return TIMEOUT, procs
-        if _rss(procs) > memory:
+        if _rss(procs) > memory or (box is not None and box.hit_memory_limit()):
             return OOM, procs
         time.sleep(POLL)
     return "", procs
