@@ -106,8 +106,6 @@ def test_the_rules_catch_each_variant():
 CATALOGS = sorted((ROOT / "grader" / "messages").glob("[ek][so]/*.json"))
 
 
-@pytest.mark.xfail(strict=True, reason="the catalogs still use variants the glossary rules out; "
-                   "the lead fixes them (issue 15) and then removes this mark")
 def test_catalogs_use_the_glossary_terms():
     found = []
     for path in CATALOGS:

@@ -32,7 +32,8 @@ class Pitfall:
 THROUGH_KERNEL = {
     "01_linen-typo", "01_linen-missing_transpose", "02_nnx-two_params_and_grad_swapped",
     "03_pytorch-clone", "04_gpt_head-total_grad+always_argmax", "05_mlm-unbiased_variance",
-    "07_three_frameworks-kernel_not_transposed",
+    "07_three_frameworks-kernel_not_transposed", "01_linen-numpy_round_trip_and_float64",
+    "04_gpt_head-float_draws+autograd", "05_mlm-blocks_by_index+loop_over_heads",
 }
 
 
