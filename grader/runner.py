@@ -244,7 +244,6 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str]:
                 box.argv(command, Path(job["notebook"]).parent) if box else command,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                 env=box.env if box else env, cwd=Path(job["notebook"]).parent,
-                preexec_fn=box.join if box else None,
             )
             watched = psutil.Process(proc.pid)  # taken before the worker can be reaped: never another process
             LIVE.add(watched)

@@ -129,11 +129,6 @@ class Sandbox:
                 + (" and " if len(missing) == 2 else "")
                 + ("the number of processes is not limited" if "pids" in missing else "")) if missing else ""
 
-    def join(self) -> None:
-        """In the child, before exec: enter the cgroups, so that nothing it starts escapes them."""
-        for group in self.cgroups.values():
-            (group / "cgroup.procs").write_text(str(os.getpid()))
-
     def argv(self, command: list[str], workdir: Path) -> list[str]:
         """``command`` inside the sandbox, started in ``workdir`` (within the job's folder)."""
         args = [self.binary, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
@@ -144,7 +139,14 @@ class Sandbox:
         args += ["--bind", str(self.job_dir), str(self.job_dir)]
         if self.jax_cache:
             args += ["--ro-bind", self.jax_cache, self.jax_cache]
-        return args + ["--chdir", str(workdir), "--", *command]
+        args += ["--chdir", str(workdir), "--", *command]
+        if not self.cgroups:
+            return args
+        # A shell enters the cgroups and then becomes bwrap, so that nothing the
+        # submission starts escapes them (no Python runs between fork and exec: the
+        # grader's process has threads).
+        enter = "; ".join(f'echo $$ > "{group}/cgroup.procs"' for group in self.cgroups.values())
+        return ["/bin/sh", "-c", f'{enter} && exec "$@"', "sh", *args]
 
     def hit_memory_limit(self) -> bool:
         """Whether the submission reached its memory limit: the kernel's OOM killer struck

@@ -76,7 +76,7 @@ def attack_cell(targets: dict[str, str]) -> str:
         attempt(lambda: open(targets["references"]).read())
         # Write into a classmate's file, the class folder, the disk cache, the JAX cache.
         for path in (targets["victim"], targets["class"] + "/PWNED", targets["cache"] + "/PWNED",
-                     targets["jax"] + "/PWNED", targets["home"] + "/PWNED", "/tmp/PWNED"):
+                     targets["jax"] + "/PWNED", targets["home"] + "/PWNED", targets["tmp"]):
             attempt(lambda: open(path, "w").write("pwned"))
         # A detached process that would rewrite later classmates' notebooks.
         attempt(lambda: subprocess.Popen([sys.executable, "-c",
@@ -102,7 +102,8 @@ def test_a_hostile_classmate_changes_nothing_in_a_sandboxed_batch(bwrap_ready, t
     shutil.copytree(ROOT / "solutions", klass / "victim", ignore=shutil.ignore_patterns("0[!4]*"))
     targets = {"victim": str(klass / "victim" / f"{CHAPTER}.ipynb"), "class": str(klass), "cache": str(cache),
                "jax": str(cache / "jax"), "home": str(home),
-               "references": str(ROOT / "grader" / "chapters" / "gpt_head.py")}
+               "references": str(ROOT / "grader" / "chapters" / "gpt_head.py"),
+               "tmp": f"/tmp/PWNED-{tmp_path.name}"}  # the machine's /tmp, named for this run
     write(with_cells(CHAPTER, after=[attack_cell(targets)]), klass / "attacker" / f"{CHAPTER}.ipynb")
     before = digests(klass)
     out = tmp_path / "book"
@@ -114,7 +115,7 @@ def test_a_hostile_classmate_changes_nothing_in_a_sandboxed_batch(bwrap_ready, t
     assert entries["attacker"]["points"] == entries["attacker"]["max_points"]  # its own work still counts
     assert digests(klass) == before
     assert not [p for p in (klass, cache, cache / "jax", home) if (p / "PWNED").exists()]
-    assert not Path("/tmp/PWNED").exists()
+    assert not Path(targets["tmp"]).exists()
     assert survivors() == []
 
 
