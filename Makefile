@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
-.PHONY: book test lab release bench clean
+.PHONY: book test lab serve release bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,10 +13,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[lab]'
 	touch $(STAMP)
 
-# MathJax, require.js and the widget manager, at the versions of package-lock.json; the
-# build copies them into the book (tools/offline_assets.py), so that it works offline.
-$(NODE_STAMP): package.json package-lock.json
+# MathJax, require.js and the widget manager, at the versions of package-lock.json, and
+# thebe's prebuilt bundle (package.json's prebuiltBundles, tools/npm_bundles.py); the build
+# copies them into the book (tools/offline_assets.py), so that it works offline.
+$(NODE_STAMP): package.json package-lock.json tools/npm_bundles.py
 	npm ci --ignore-scripts --no-audit --no-fund
+	$(PYTHON) tools/npm_bundles.py
 	touch $(NODE_STAMP)
 
 book: $(STAMP) $(NODE_STAMP)
@@ -33,6 +35,11 @@ test: $(STAMP) $(NODE_STAMP)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab exercises/
+
+# The built book with live code: serves _build/html and a Jupyter server for its "Run code"
+# button, both on 127.0.0.1, and prints the address to open (tools/serve.py). Ctrl-C stops both.
+serve: $(STAMP)
+	$(BIN)/python tools/serve.py
 
 release: $(STAMP)
 	$(BIN)/grader release
