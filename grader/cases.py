@@ -38,6 +38,19 @@ def float_args(seed, token_ids, vocab_size, d_model) -> list:
     return [float(seed), np.asarray(token_ids, np.float32), float(vocab_size), float(d_model)]
 
 
+def sample_std(values) -> float:
+    """The standard deviation of a parameter the kernel sent raw (NaN when it sent none)."""
+    return float(np.std(np.asarray(values, np.float64))) if values is not None else float("nan")
+
+
+def extremes(values):
+    """The eight smallest and eight largest values: equal for a copy or a transpose."""
+    if values is None:
+        return None
+    flat = np.sort(np.asarray(values, np.float64).ravel())
+    return np.concatenate([flat[:8], flat[-8:]])
+
+
 def self_logits_negative(logits, ids) -> bool:
     """With a tied matrix ``logits[t, ids[t]]`` is a squared norm and cannot be negative."""
     ids = np.asarray(ids, int)

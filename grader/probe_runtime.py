@@ -12,9 +12,18 @@ import base64
 import io
 import json
 import re
+import sys
 import traceback
 
 import numpy as np
+
+# In a graded kernel the worker's prelude kept, before the student's first cell, the
+# functions the checks read and write with; a cell patching json or NumPy later does
+# not reach them.  The in-notebook check() has no prelude and uses the modules.
+_SAVED = sys.modules.get("_tied_saved")
+_dumps, _load, _open = (_SAVED.json_dumps, _SAVED.json_load, _SAVED.open) if _SAVED else (json.dumps, json.load, open)
+_asarray, _save, _b64encode = (_SAVED.np_asarray, _SAVED.np_save, _SAVED.b64encode) if _SAVED else \
+    (np.asarray, np.save, base64.b64encode)
 
 MAX_TEXT = 300  # characters of an error message kept in a fact
 
@@ -27,12 +36,12 @@ def encode(obj):
         return [encode(v) for v in obj]
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
-    arr = np.asarray(obj)
+    arr = _asarray(obj)
     if arr.dtype == object:
         raise TypeError(f"cannot encode a value of type {type(obj).__name__}")
     buf = io.BytesIO()
-    np.save(buf, arr, allow_pickle=False)
-    return {"__nd__": base64.b64encode(buf.getvalue()).decode("ascii")}
+    _save(buf, arr, allow_pickle=False)
+    return {"__nd__": _b64encode(buf.getvalue()).decode("ascii")}
 
 
 def decode(obj):
@@ -107,17 +116,27 @@ def decode_items(items):
 
 def run_spec_file(spec_path, probes, namespace):
     """Kernel entry point: read a spec, append one JSON line per item to its output."""
-    with open(spec_path, encoding="utf-8") as f:
-        spec = json.load(f)
+    with _open(spec_path, encoding="utf-8") as f:
+        spec = _load(f)
     items = decode_items(spec["items"])
-    with open(spec["out"], "a", encoding="utf-8") as out:
+    with _open(spec["out"], "a", encoding="utf-8") as out:
         def emit(name, facts):
-            out.write(json.dumps({"item": name, "facts": facts}) + "\n")
+            out.write(_dumps({"item": name, "facts": facts}) + "\n")
             out.flush()
         run_items(items, probes, namespace, emit)
 
 
 # ---------------------------------------------------------------- shared probes
+
+MAX_RAW = 1 << 22  # elements of a parameter sent as it is (the largest case has 131,072)
+
+
+def raw_values(array):
+    """A parameter's values as they are, for the grader to take statistics of (a
+    statistic computed here could come from a patched ``numpy``); None when huge."""
+    arr = np.asarray(array)
+    return arr if arr.size <= MAX_RAW else None
+
 
 def lookup(namespace, name):
     """The student's object called ``name``, or the NameError Python would raise."""

@@ -109,6 +109,28 @@ def interrupt(kernel) -> None:
 
 WORKER_GRACE = 2.0  # seconds an interrupted kernel has to answer before the summary is written anyway
 
+# The checks' cell starts with this line; the prelude lets it past the notebook's input
+# transformers, which could otherwise rewrite the checks before they run.
+CHECKS_MARK = "# tied-checks\n"
+
+# Run in the kernel before the student's first cell: it keeps the functions the checks
+# use to read their cases and write their facts (json, open, NumPy's save, base64,
+# compile, exec), so that a cell patching them later changes nothing the checks write.
+PRELUDE = f"""def _tied_prelude():
+    import base64, builtins, json, sys, types
+    import numpy
+    saved = types.ModuleType("_tied_saved")
+    saved.__dict__.update(json_dumps=json.dumps, json_load=json.load, open=builtins.open,
+                          np_asarray=numpy.asarray, np_save=numpy.save, b64encode=base64.b64encode,
+                          compile=builtins.compile, exec=builtins.exec)
+    sys.modules["_tied_saved"] = saved
+    shell = get_ipython()
+    transform = shell.transform_cell
+    shell.transform_cell = lambda cell: cell if cell.startswith({CHECKS_MARK!r}) else transform(cell)
+_tied_prelude()
+del _tied_prelude
+"""
+
 
 class ProbeHook:
     """pytest plugin: records each cell's outcome and runs the probes after the last."""
@@ -127,6 +149,7 @@ class ProbeHook:
         self.timeout: dict | None = None  # where the deadline found the code
         self.finished = threading.Event()
         self.notes: list[str] = []  # for the log, after pytest's report (it captures output meanwhile)
+        self.prelude_sent = False
 
     def pytest_sessionstart(self, session):
         self.session = session
@@ -187,6 +210,9 @@ class ProbeHook:
                 pytest.skip("the notebook timed out")
             self.kernel, self.running = item.parent.kernel, getattr(item, "cell_num", -1)
         watch_kernel(item.parent.kernel)
+        if not self.prelude_sent:  # before the student's first cell
+            self.prelude_sent = True
+            execute_reply(item.parent.kernel, item.parent.kernel.execute_cell_input(PRELUDE, allow_stdin=False))
         expected_outputs.skip_stderr(item.parent)
 
     @pytest.hookimpl(tryfirst=True)
@@ -203,9 +229,12 @@ class ProbeHook:
             self.probe_status = "kernel_dead"
             return
         code = (
+            f"{CHECKS_MARK}"
             "def _tied_probe(spec):\n"
+            "    import sys\n"
+            "    saved = sys.modules['_tied_saved']\n"
             "    ns = {'__name__': '_tied_probe'}\n"
-            f"    exec(compile({self.source!r}, '<tied-probe>', 'exec'), ns)\n"
+            f"    saved.exec(saved.compile({self.source!r}, '<tied-probe>', 'exec'), ns)\n"
             "    ns['run_spec_file'](spec, ns, globals())\n"
             f"_tied_probe({self.spec_path!r}); del _tied_probe\n"
         )
