@@ -4,7 +4,8 @@ headless chromium (network off but for 127.0.0.1), "Run code", a cell edited and
 tools/serve.py serves the build on 127.0.0.1 with a Jupyter server from .venv and prints
 the address to open; the test opens it, goes on to chapter 01, presses "Run code", edits
 the first cell that builds a model (other sizes, and a line that reads a name only a hidden
-setup cell defines), runs it with its run button and reads the new output.  Without a
+setup cell defines), runs it with its run button and reads the new output, then shows a
+widget in it; nothing comes from the network, and MathJax is loaded once.  Without a
 Jupyter server (the build served as static files) the button says how to start one.
 Screenshots are kept under test-artifacts/live/.
 """
@@ -30,6 +31,7 @@ CHAPTER = "book/01_linen.html"
 OLD, NEW = "TiedLogits(vocab_size=4, d_model=3)", "TiedLogits(vocab_size=7, d_model=5)"
 # `glue` is imported by a remove-cell cell of chapter 01: only the hidden setup defines it.
 HIDDEN_NAME_LINE = 'print("hidden setup ran:", glue.__name__)'
+WIDGET = 'import ipywidgets\nipywidgets.IntSlider(value=7, description="V")'
 STATUS = "(document.querySelector('.tied-live-status') || {dataset: {}}).dataset.state"
 
 
@@ -111,6 +113,13 @@ def test_a_chapter_cell_edited_and_run_shows_its_new_output(served, browser):
         assert "logits shape  : (2, 7)" in shown and "(7, 5)" in shown, shown
         assert "hidden setup ran: glue" in shown, shown
         assert "(2, 4)" not in shown, "the old output is still there"
+
+        # A widget too (thebe fetches require.js for the first one: the book's copy).
+        tab.evaluate(f"""(() => {{ const box = {edited_cell};
+          box.querySelector('.CodeMirror').CodeMirror.setValue({json.dumps(WIDGET)}); }})()""")
+        tab.click("#tied-test-run")
+        assert tab.wait_for("!!document.querySelector('#tied-test-run').closest('.cell')"
+                            ".querySelector('[data-output] .widget-hslider')", timeout=30), "no slider"
 
         # Nothing from the network, no uncaught exception, and MathJax once: the book's
         # MathJax 3, never the MathJax 2 that thebe loads by default.

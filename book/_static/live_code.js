@@ -125,6 +125,13 @@
     }
   };
 
+  // thebe fetches require.js from cdnjs the first time a cell shows a widget; the book has
+  // its own copy, which tools/offline_assets.py puts in _static/vendor/requirejs.
+  const REQUIREJS_CDN = "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js";
+  const fetchFromTheWeb = window.fetch;
+  window.fetch = (resource, options) => fetchFromTheWeb(
+    resource === REQUIREJS_CDN ? STATIC + "vendor/requirejs/require.js" : resource, options);
+
   const loadThebe = () => new Promise((resolve, reject) => {
     if (window.thebe && window.thebe.bootstrap) return resolve(window.thebe);
     const css = document.createElement("link");
