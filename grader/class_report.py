@@ -49,6 +49,7 @@ def score_plots(graded: list[dict], lang: str) -> list[tuple[str, str]]:
         ax.set_xlabel(text("ui.points", lang))
         ax.set_ylabel(text("ui.report_submissions", lang))
         ax.set_xticks(range(top + 1))
+        ax.yaxis.get_major_locator().set_params(integer=True)  # counts of submissions
         ax.set_title(chapter)
         found.append((chapter, _png(fig)))
         plt.close(fig)
@@ -119,7 +120,9 @@ PAGE = """<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
-       color: #1f2328; word-break: keep-all; overflow-wrap: anywhere; }}
+       color: #1f2328; overflow-wrap: anywhere; }}
+:lang(ko) {{ word-break: keep-all; }}
+th {{ white-space: nowrap; }}
 table {{ border-collapse: collapse; width: 100%; margin-bottom: 1.5rem; }}
 th, td {{ text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #d0d7de; vertical-align: top; }}
 .bar {{ display: inline-block; height: .8em; background: #3b6ea8; }}
