@@ -3,12 +3,15 @@
 **References.** Computing a chapter's references means importing its framework and
 running the reference implementation on every public and hidden case: about 3.6 s for
 chapter 01, as much as running the student's notebook.  The values depend only on the
-grader's own source and on the versions of the libraries, so the first run stores them
-in a folder named by a hash of both, and later runs (``grader check`` again, each
-notebook of a batch, the in-notebook ``check()``) read them back.  The files hold
-values in the encoding the kernel uses for its facts (arrays as .npy bytes, never
-pickles): a damaged or edited file can only fail to decode, and then the references
-are computed again.
+grading code (the chapters, the cases, the encoding) and on the versions of the
+libraries, so the first run stores them in a folder named by a hash of both, and later
+runs (``grader check`` again, each notebook of a batch, the in-notebook ``check()``)
+read them back; folders of older fingerprints are removed when a new one is made.  The
+files hold values in the encoding the kernel uses for its facts (arrays as .npy bytes,
+never pickles): a damaged file fails to decode, and then the references are computed
+again.  A well-formed edit is used as it is: a notebook graded without ``--sandbox``
+runs with the user's permissions and can write here, so an untrusted class is graded
+with ``--sandbox``, where the kernels cannot see this folder.
 
 **Compiled programs.** Each submission's kernel is a fresh process, and JAX would
 compile the same small programs in every one of them.  The kernels are pointed at a
@@ -24,6 +27,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -47,12 +51,17 @@ def folder() -> Path | None:
     return Path(base) / "tied"
 
 
+# What a reference value depends on, in this package: editing the CLI, the reports or
+# the platforms' formats keeps the stored references.
+GRADING_CODE = ("chapters/*.py", "cases.py", "registry.py", "probe_runtime.py", "judge.py", "disk_cache.py")
+
+
 @cache
 def fingerprint() -> str:
-    """Hash of everything a reference value depends on: this package and the libraries."""
+    """Hash of everything a reference value depends on: the grading code and the libraries."""
     digest = hashlib.sha256()
     package = Path(__file__).parent
-    for path in sorted(package.rglob("*.py")):
+    for path in sorted({p for pattern in GRADING_CODE for p in package.glob(pattern)}):
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     for name in LIBRARIES:
@@ -72,7 +81,20 @@ def _part(kind: str) -> Path | None:
     if root is None:
         return None
     secret = secret_id() if kind == "references" else ""
-    return root / kind / (fingerprint() + (f"-{secret}" if secret else ""))
+    part = root / kind / (fingerprint() + (f"-{secret}" if secret else ""))
+    if not part.is_dir():
+        prune(root / kind)
+    return part
+
+
+def prune(kind_folder: Path) -> None:
+    """Remove the folders of other fingerprints (an older grader or library version):
+    nothing reads them again.  A folder in use by another run is left if it resists."""
+    if not kind_folder.is_dir():
+        return
+    for old in kind_folder.iterdir():
+        if old.is_dir() and not old.name.startswith(fingerprint()):
+            shutil.rmtree(old, ignore_errors=True)
 
 
 @contextmanager

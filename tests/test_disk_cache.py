@@ -130,3 +130,21 @@ def test_with_the_cache_off_compiled_programs_go_to_a_temporary_folder(monkeypat
     with disk_cache.compiled_programs() as folder:
         assert Path(folder).is_dir()
     assert not Path(folder).exists()
+
+
+def test_the_fingerprint_covers_the_grading_code_only():
+    package = ROOT / "grader"
+    hashed = {p.relative_to(package).as_posix() for pattern in disk_cache.GRADING_CODE for p in package.glob(pattern)}
+    assert {"judge.py", "cases.py", "chapters/linen.py", "chapters/linen_probe.py"} <= hashed
+    assert not hashed & {"cli.py", "report.py", "explorer.py", "savings.py", "platforms.py", "class_report.py"}
+
+
+def test_folders_of_other_fingerprints_are_pruned(cache_dir):
+    old = cache_dir / "references" / "0123456789abcdef0123"
+    old.mkdir(parents=True)
+    (old / "01_linen.tied_io_embed.json").write_text("[]")
+    kept = cache_dir / "references" / f"{disk_cache.fingerprint()}-secretid"  # this grader, with a secret
+    kept.mkdir()
+    judge.expected(CHAPTER, ITEM)
+    assert not old.exists() and kept.is_dir()
+    assert stored_file(cache_dir).parent.name == disk_cache.fingerprint()
