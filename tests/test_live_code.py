@@ -6,7 +6,8 @@ the address to open; the test opens it, goes on to chapter 01, presses "Run code
 the first cell that builds a model (other sizes, and a line that reads a name only a hidden
 setup cell defines), runs it with its run button and reads the new output, then shows a
 widget in it; nothing comes from the network, and MathJax is loaded once.  Without a
-Jupyter server (the build served as static files) the button says how to start one.
+Jupyter server (the build served as static files), or with the address of one that has
+stopped, the button says how to start one.
 Screenshots are kept under test-artifacts/live/.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from built_book import HTML, Chromium, find_chromium, serve, toc_pages
+from built_book import HTML, Chromium, find_chromium, pages, serve
 from notebooks import ROOT
 
 ARTIFACTS = ROOT / "test-artifacts" / "live"
@@ -38,7 +39,7 @@ STATUS = "(document.querySelector('.tied-live-status') || {dataset: {}}).dataset
 @pytest.fixture(scope="module")
 def served():
     """tools/serve.py on the build: yields the one address it prints; Ctrl-C at the end."""
-    toc_pages()   # fails with a clear line when there is no build
+    pages()   # fails with a clear line when there is no build
     process = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), "--html", str(HTML)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
     printed, deadline = b"", time.monotonic() + 120
@@ -73,7 +74,7 @@ def requests_of(tab) -> list[str]:
 
 
 def test_every_page_with_code_has_the_button_and_no_binder_or_cdn():
-    for page in toc_pages():
+    for page in pages():
         text = page.read_text(encoding="utf-8")
         has_code = re.search(r'<div class="cell[ "]', text) is not None   # a code cell's container
         assert ("live_code.js" in text) == has_code, page.name
@@ -147,5 +148,12 @@ def test_without_a_server_the_button_says_how_to_start_one(browser):
             tab.screenshot(ARTIFACTS / "01_linen_no_server.png", whole=False)
             assert "make serve" in message, message
             assert not tab.evaluate("document.querySelector('.thebe-cell')"), "cells turned live with no server"
+            # An address from a `make serve` that has stopped since (nothing listens on port 9);
+            # the query makes it a new page load, not a jump within the page.
+            tab.open(base + CHAPTER + "?stale#jupyter=http%3A%2F%2F127.0.0.1%3A9&token=0123abcd")
+            tab.click("button.tied-live-button")
+            assert tab.wait_for(f"{STATUS} === 'no-server'", timeout=10), tab.evaluate(STATUS)
+            message = tab.evaluate("document.querySelector('.tied-live-status').innerText")
+            assert "http://127.0.0.1:9 does not answer" in message and "make serve" in message, message
         finally:
             tab.close()

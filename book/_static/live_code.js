@@ -13,8 +13,10 @@
   // `make serve` prints the book's address with the server in its fragment:
   // #jupyter=http://127.0.0.1:8889&token=... Kept for the other pages, then taken off the
   // address bar, so that it is not bookmarked or shared.
+  // Only a server on this machine: a link cannot send the reader's code anywhere else.
+  const LOCAL_SERVER = /^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+\/?$/;
   const fragment = new URLSearchParams(location.hash.slice(1));
-  if (fragment.get("jupyter") && fragment.get("token")) {
+  if (LOCAL_SERVER.test(fragment.get("jupyter")) && /^[\w-]+$/.test(fragment.get("token"))) {
     try {
       localStorage.setItem(KEY, JSON.stringify({url: fragment.get("jupyter"), token: fragment.get("token")}));
     } catch {}
@@ -23,7 +25,7 @@
   const server = () => {
     try {
       const stored = JSON.parse(localStorage.getItem(KEY));
-      return stored && stored.url && stored.token ? stored : null;
+      return stored && LOCAL_SERVER.test(stored.url) && stored.token ? stored : null;
     } catch {
       return null;
     }
@@ -157,7 +159,9 @@
                                  {headers: {Authorization: `token ${live.token}`}});
       if (!answer.ok) throw new Error(`HTTP ${answer.status}`);
     } catch (error) {
-      say("no-server", `The Jupyter server at ${live.url} does not answer (${error.message}): ${HOW}.`);
+      say("no-server", `The Jupyter server at <code></code> does not answer (<span></span>): ${HOW}.`);
+      status.querySelector("code").textContent = live.url;
+      status.querySelector("span").textContent = error.message;
       return;
     }
     button.disabled = true;
@@ -186,7 +190,8 @@
           + "cells above it that have not run yet, hidden ones included.");
     } catch (error) {
       button.disabled = false;
-      say("error", `The kernel did not start (${error.message || error}): ${HOW}.`);
+      say("error", `The kernel did not start (<span></span>): ${HOW}.`);
+      status.querySelector("span").textContent = error.message || error;
     }
   };
   button.addEventListener("click", start);
