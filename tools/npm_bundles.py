@@ -33,7 +33,7 @@ def unpack(spec: str, pinned: str, modules: Path) -> None:
         packed = subprocess.run(["npm", "pack", spec, "--json", "--pack-destination", scratch],
                                 capture_output=True, text=True)
         if packed.returncode:
-            sys.exit(f"npm pack {spec} failed: {packed.stderr.strip().splitlines()[-1:]}")
+            sys.exit(f"npm pack {spec} failed: {(packed.stderr.strip().splitlines() or ['no message'])[-1]}")
         tarball = Path(scratch) / json.loads(packed.stdout)[0]["filename"]
         if (found := integrity(tarball)) != pinned:
             sys.exit(f"{spec}: integrity {found} is not the one pinned in package.json ({pinned})")
