@@ -20,6 +20,7 @@ from .report import status_text, table, verdict_message
 from .runner import Result
 
 COLOURS = {PASS: "#1a7f37"}
+KEEP_ALL = "word-break:keep-all"  # Korean breaks between words, not inside them
 FAIL_COLOUR = "#cf222e"
 
 
@@ -48,7 +49,8 @@ def panel(result: Result, lang: str):
         rows.append(w.HTML(
             f"<div style='padding:2px 0'><b style='color:{colour}'>{mark} {escape(v.item)}</b> "
             f"<span>{v.points}/{v.max_points} · {escape(status_text(v.status, lang))}</span>"
-            f"<div style='margin-left:1.4em;color:#444'>{escape(verdict_message(v, lang))}</div></div>"
+            f"<div style='margin-left:1.4em;color:#444;{KEEP_ALL if lang == 'ko' else ''}'>"
+            f"{escape(verdict_message(v, lang))}</div></div>"
         ))
     title = w.HTML(f"<b>{escape(text('ui.check_title', lang, chapter=result.chapter))}</b> — "
                    f"{text('ui.total', lang)}: {result.points}/{result.max_points}")

@@ -83,8 +83,12 @@ def browser():
     chrome.close()
 
 
+# The notebook's panel, found by its path (JupyterLab may restore other tabs).
+PANEL = "[...jupyterapp.shell.widgets('main')].find(w => w.context && w.context.path === %s)"
+
 RUN_ALL_ONE_BY_ONE = """(async () => {
-  const panel = jupyterapp.shell.currentWidget;
+  const panel = %s;
+  jupyterapp.shell.activateById(panel.id);
   const notebook = panel.content;
   for (let i = 0; i < notebook.widgets.length; i++) {
     notebook.activeCellIndex = i;
@@ -97,20 +101,20 @@ RUN_ALL_ONE_BY_ONE = """(async () => {
 })()"""
 
 SHOW_LAST_CELL = """(() => {
-  const notebook = jupyterapp.shell.currentWidget.content;
+  const notebook = (%s).content;
   const cell = notebook.widgets[notebook.widgets.length - 1];
   cell.node.scrollIntoView({block: 'end'});
   return true;
 })()"""
 
 LAST_OUTPUT = """(() => {
-  const cells = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')];
-  const last = cells[cells.length - 1];
-  return last ? last.querySelector('.jp-OutputArea').innerText : '';
+  const notebook = (%s).content;
+  const last = notebook.widgets[notebook.widgets.length - 1];
+  return last ? last.node.querySelector('.jp-OutputArea').innerText : '';
 })()"""
 
 SET_LAST_CELL = """(() => {
-  const notebook = jupyterapp.shell.currentWidget.content;
+  const notebook = (%s).content;
   const cell = notebook.widgets[notebook.widgets.length - 1];
   cell.model.sharedModel.setSource(%s);
   return cell.model.sharedModel.getSource();
@@ -118,23 +122,27 @@ SET_LAST_CELL = """(() => {
 
 
 def open_notebook(browser, base, token, name):
+    """A tab with JupyterLab showing ``name`` in a workspace of its own, its kernel idle."""
     tab = browser.tab(1280, 900)
-    tab.call("Page.navigate", url=f"{base}/lab/tree/{name}?token={token}")
-    ready = ("window.jupyterapp && jupyterapp.shell.currentWidget && jupyterapp.shell.currentWidget.sessionContext"
-             " && jupyterapp.shell.currentWidget.sessionContext.session"
-             " && jupyterapp.shell.currentWidget.sessionContext.session.kernel"
-             " && jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'")
+    tab.name = name
+    tab.call("Page.navigate", url=f"{base}/lab/workspaces/{name.replace('.', '-')}/tree/{name}?reset&token={token}")
+    panel = PANEL % json.dumps(name)
+    ready = (f"window.jupyterapp && (() => {{ const p = {panel}; return p && p.sessionContext.session"
+             " && p.sessionContext.session.kernel && p.sessionContext.session.kernel.status === 'idle'; })()")
     assert tab.wait_for(ready, timeout=120), f"{name} did not open with an idle kernel"
     return tab
 
 
 def run_and_read_panel(tab, chapter, lang) -> str:
-    tab.evaluate(RUN_ALL_ONE_BY_ONE, timeout=300)
+    """Run every cell, then wait for the check panel (the widget, drawn: a row per item)."""
+    panel = PANEL % json.dumps(tab.name)
+    tab.evaluate(RUN_ALL_ONE_BY_ONE % panel, timeout=300)
     title = text("ui.check_title", lang, chapter=chapter)
-    output = tab.wait_for(f"(() => {{ const t = {LAST_OUTPUT}; return t.includes({json.dumps(title)}) ? t : ''; }})()",
-                          timeout=60)
-    assert output, f"no check panel; the last cell shows: {tab.evaluate(LAST_OUTPUT)!r}"
-    tab.evaluate(SHOW_LAST_CELL)
+    last = LAST_OUTPUT % panel
+    drawn = f"(() => {{ const t = {last}; return t.includes({json.dumps(title)}) && /^[✔✘]/m.test(t) ? t : ''; }})()"
+    output = tab.wait_for(drawn, timeout=60)
+    assert output, f"no check panel; the last cell shows: {tab.evaluate(last)!r}"
+    tab.evaluate(SHOW_LAST_CELL % panel)
     return output
 
 
@@ -173,7 +181,7 @@ def test_the_panel_speaks_korean_when_asked(lab, browser):
     base, token = lab
     tab = open_notebook(browser, base, token, "exercise_04_gpt_head.ipynb")
     try:
-        tab.evaluate(SET_LAST_CELL % json.dumps('from grader import check\n\ncheck("04_gpt_head", lang="ko")'))
+        tab.evaluate(SET_LAST_CELL % (PANEL % json.dumps(tab.name), json.dumps('from grader import check\n\ncheck("04_gpt_head", lang="ko")')))
         output = run_and_read_panel(tab, "04_gpt_head", "ko")
         tab.screenshot(ARTIFACTS / "exercise_04_gpt_head_ko.png", max_height=2400)
         assert text("common.not_implemented", "ko").split(":")[0] in output

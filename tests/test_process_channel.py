@@ -27,7 +27,8 @@ TAMPERING = {
     "sparse_facts": "open('../facts.jsonl', 'w').truncate(2**30)",
     "forged_record": "import json\nopen('../facts.jsonl', 'a').write("
                      f"json.dumps({{'item': '{FIRST_ITEM}', 'facts': []}}) + '\\n')",
-    "broken_checks": "exec = None  # the checks call exec: they stop with a TypeError",
+    # The checks keep their own exec from before the first cell; break that one.
+    "broken_checks": "import sys\nsys.modules['_tied_saved'].exec = None  # the checks stop with a TypeError",
 }
 # What each one gets: the notebook item's and the first item's verdict or key.
 EXPECTED = {
