@@ -43,6 +43,10 @@ def load_three(E, W, b):
     return linen_model, linen_vars, nnx_model, torch_model
 
 
+# the tolerance of every comparison with the float64 reference, the grader's too
+RTOL, ATOL = 1e-5, 1e-5
+
+
 def reference_logits(E, W, b, ids):
     """The model in float64: x = E[ids]; h = x + tanh(x @ W + b); h @ E.T."""
     E, W, b = (np.asarray(a, np.float64) for a in (E, W, b))
