@@ -1,0 +1,16 @@
+"""The book's view of an exercise shows the stubs a student gets, without nbval's markers."""
+import pytest
+
+from conftest import chapters
+from grader.book import NBVAL_MARKER, exercise_code, show_exercise
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_the_stubs_are_shown_without_nbval_markers(chapter):
+    assert NBVAL_MARKER.search(exercise_code(chapter))  # the exercise itself has them
+    shown = show_exercise(chapter).data
+    assert "NBVAL_" not in shown and "raise NotImplementedError" in shown
+
+
+def test_a_marker_after_code_stays():
+    assert NBVAL_MARKER.sub("", "x = 1  # NBVAL_SKIP\n# NBVAL_CHECK_OUTPUT\nprint(x)\n") == "x = 1  # NBVAL_SKIP\nprint(x)\n"
