@@ -380,6 +380,122 @@ EMBED_PROMISES = (
     Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
 )
 
+
+# ---------------------------------------------------------------- SharedEmbedLM: one nn.Embed, two submodules' worth of use
+
+# Its parameter tree, as jax.tree_util lists it (sorted keys), with each leaf's shape.
+SHARED_LEAVES = {"params/embed/embedding": ("V", "D"), "params/mixer/bias": ("D",), "params/mixer/kernel": ("D", "D")}
+SHARED_PUBLIC = dict(vocab_size=8, d_model=4, token_ids=[1, 3, 3, 7])  # the notebook's worked example
+
+
+def shared_shapes(v: int, d: int) -> dict[str, list[int]]:
+    sizes = {"V": v, "D": d}
+    return {path: [sizes[s] for s in shape] for path, shape in SHARED_LEAVES.items()}
+
+
+def shared_structure_cases() -> list[Case]:
+    v, d = SHARED_PUBLIC["vocab_size"], SHARED_PUBLIC["d_model"]
+    return [
+        Case("case.worked_example", {"vocab_size": v, "d_model": d, "seed": 0}, True, shape_shown(V=v, D=d)),
+        # V < D, V = D (where a (D, V) head kernel has the mixer's shape), and the largest sizes.
+        Case("case.hidden", {"vocab_size": 9, "d_model": 12, "seed": 3}, shown=shape_shown(V=9, D=12)),
+        Case("case.hidden", {"vocab_size": 16, "d_model": 16, "seed": 5}, shown=shape_shown(V=16, D=16)),
+        Case("case.hidden", {"vocab_size": MAX_VOCAB, "d_model": MAX_D, "seed": 7},
+             shown=shape_shown(V=MAX_VOCAB, D=MAX_D)),
+    ]
+
+
+def judge_shared_structure(case: Case, tree: dict, _ref) -> Finding | None:
+    v, d = case.args["vocab_size"], case.args["d_model"]
+    expected = shared_shapes(v, d)
+    paths, shapes = list(tree["paths"]), [list(s) for s in tree["shapes"]]
+    tables = [p for p, s in zip(paths, shapes) if p.endswith("/embedding") and s == [v, d]]
+    if len(tables) > 1:
+        return Finding("linen.shared_two_embeds", {"names": ", ".join(tables)})
+    # A head of its own: a (D, V) matrix besides the table (as an nn.Dense kernel or a param).
+    heads = [p for p, s in zip(paths, shapes) if s == [d, v] and p not in expected]
+    if heads:
+        return Finding("linen.shared_dense_head", {"names": ", ".join(heads)})
+    if not any(p.startswith("params/mixer/") for p in paths):
+        return Finding("linen.shared_no_mixer", {"names": ", ".join(paths)})
+    if sorted(paths) != sorted(expected):
+        return Finding("linen.shared_param_names", {"names": ", ".join(paths), "expected": ", ".join(expected)})
+    for path, shape in zip(paths, shapes):
+        if shape != expected[path]:
+            return Finding("common.wrong_param_shape", {"got": tuple(shape), "expected": tuple(expected[path])})
+    # As for TiedIO: the std of the table, where V·D makes ten standard errors a tight bound.
+    std = sample_std(tree["values"][paths.index("params/embed/embedding")])
+    if v * d >= 10_000 and not abs(std - INIT_STD) <= 10 * INIT_STD / np.sqrt(2 * v * d):  # NaN fails too
+        return Finding("common.init_std", {"got": f"{std:.4g}", "expected": INIT_STD})
+    return None
+
+
+def shared_forward_cases() -> list[Case]:
+    """Parameters the grader draws (the table, the mixer's kernel and bias), each sized
+    so that every logit is O(1), and ids with both ends of the vocabulary."""
+    rng = hidden_rng("01_linen/SharedEmbedLM.__call__")
+    public = (len(SHARED_PUBLIC["token_ids"]), SHARED_PUBLIC["vocab_size"], SHARED_PUBLIC["d_model"])
+    found = []
+    for t, v, d in (public, *HIDDEN_SHAPES):
+        worked = not found
+        args = dict(vocab_size=v, d_model=d, token_ids=SHARED_PUBLIC["token_ids"] if worked else edge_ids(rng, t, v),
+                    embedding=random_matrix(rng, v, d),
+                    kernel=rng.normal(0.0, d ** -0.5, (d, d)).astype(np.float32),
+                    bias=rng.normal(0.0, d ** -0.25, (d,)).astype(np.float32))
+        found.append(Case("case.worked_example" if worked else "case.hidden", args, worked, shape_shown(T=t, V=v, D=d)))
+    return found
+
+
+def shared_logits(args: dict, mixed: bool = True) -> np.ndarray:
+    """``mixer(E[ids]) @ E.T`` in float64, or ``E[ids] @ E.T`` without the mixer."""
+    emb = np.asarray(args["embedding"], np.float64)
+    x = emb[np.asarray(args["token_ids"], int)]
+    if mixed:
+        x = x @ np.asarray(args["kernel"], np.float64) + np.asarray(args["bias"], np.float64)
+    return x @ emb.T
+
+
+def judge_shared_forward(case: Case, value, ref) -> Finding | None:
+    finding = compare_arrays(value, ref, **FORWARD_TOL, dtype="float32")
+    if finding is None or finding.key != "common.wrong_values":
+        return finding
+    if close(value, shared_logits(case.args, mixed=False), **FORWARD_TOL):
+        return Finding("linen.shared_mixer_skipped", finding.params)
+    return finding
+
+
+SHARED_STRUCTURE_PROMISES = (
+    Promise("a Linen module SharedEmbedLM with fields vocab_size and d_model",
+            "probe shared_structure builds SharedEmbedLM(vocab_size=V, d_model=D) by keyword"),
+    Promise("ONE nn.Embed named embed: params/embed/embedding of shape (V, D)",
+            "judge_shared_structure: linen.shared_two_embeds for a second (V, D) table; "
+            "linen.shared_param_names for another name; common.wrong_param_shape"),
+    Promise("the head is that table (embed.attend), not a matrix of its own",
+            "judge_shared_structure: linen.shared_dense_head for any (D, V) leaf outside the three expected paths "
+            "(V=D=16 hidden case included: a head's kernel then has the mixer's shape but another path); "
+            "the forward item gives only the three expected leaves, so a head of its own raises "
+            "linen.param_not_found"),
+    Promise("an nn.Dense(d_model) named mixer between lookup and head: params/mixer/kernel (D, D) and "
+            "params/mixer/bias (D,)", "judge_shared_structure: linen.shared_no_mixer when no params/mixer leaf "
+            "exists; linen.shared_param_names for a missing bias or other names; common.wrong_param_shape"),
+    Promise("nothing else: exactly those three leaves", "judge_shared_structure: linen.shared_param_names"),
+    Promise("the table initialised with nn.initializers.normal(stddev=0.02)",
+            "judge_shared_structure: common.init_std on the V=512, D=256 case (ten standard errors)"),
+    Promise("the worked example: V=8, D=4, the printed tree of shapes", "public case V=8, D=4, seed 0"),
+)
+SHARED_FORWARD_PROMISES = (
+    Promise("__call__(token_ids) takes int ids of shape (T,)", "probe shared_forward passes int32 ids"),
+    Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256",
+            "hidden cases T=1; V=D=16; T=64 over V=9; T=33, V=50; T=64, V=512, D=256; ids hold V-1 and 0"),
+    Promise("returns float32 logits of shape (T, V)", "compare_arrays: common.wrong_shape, common.wrong_dtype"),
+    Promise("look the ids up in embed, apply mixer, then embed.attend",
+            "the grader applies the module with its own table, kernel and bias and compares with "
+            "(E[ids] @ W + b) @ E.T in float64 within rtol=1e-4, atol=1e-5; linen.shared_mixer_skipped when the "
+            "result is E[ids] @ E.T"),
+    Promise("the worked example: logits (4, 8) float32 that equal the hand-written mixer(E[ids]) @ E.T",
+            "public case: V=8, D=4, the notebook's ids [1, 3, 3, 7], parameters the grader draws"),
+)
+
 CHAPTER = Chapter(
     id="01_linen",
     title="Flax Linen",
@@ -410,6 +526,16 @@ CHAPTER = Chapter(
             name="tied_io_embed", points=3, probe="call", cases=partial(embed_cases, "01_linen/tied_io_embed"),
             reference=lambda case: tied_logits(reference_embedding(*embed_sizes(case)), ids_of(case)).reshape(-1),
             judge=judge_embed, promises=EMBED_PROMISES,
+        ),
+        Item(
+            name="SharedEmbedLM.params", symbol="SharedEmbedLM", points=2, probe="shared_structure",
+            cases=shared_structure_cases, reference=lambda case: None, judge=judge_shared_structure,
+            promises=SHARED_STRUCTURE_PROMISES,
+        ),
+        Item(
+            name="SharedEmbedLM.__call__", symbol="SharedEmbedLM", points=2, probe="shared_forward",
+            cases=shared_forward_cases, reference=lambda case: shared_logits(case.args), judge=judge_shared_forward,
+            promises=SHARED_FORWARD_PROMISES,
         ),
     ),
 )

@@ -54,3 +54,23 @@ def tiedio_gradient(ns, vocab_size, d_model, token_ids, targets, embedding):
         return {"logits": logits, "grad": None}
     loss = lambda m: mean_cross_entropy(module.apply({"params": {"embedding": m}}, ids), targets)
     return {"logits": logits, "grad": jax.grad(loss)(matrix)}
+
+
+def shared_structure(ns, vocab_size, d_model, seed):
+    """The parameter tree that ``SharedEmbedLM.init`` creates."""
+    import jax
+    import jax.numpy as jnp
+
+    module = lookup(ns, "SharedEmbedLM")(vocab_size=vocab_size, d_model=d_model)
+    return _param_tree(module.init(jax.random.PRNGKey(seed), jnp.zeros((2,), jnp.int32)))
+
+
+def shared_forward(ns, vocab_size, d_model, token_ids, embedding, kernel, bias):
+    """``SharedEmbedLM`` applied with the table, kernel and bias the grader chose, and
+    nothing else: a head with a matrix of its own finds no parameter."""
+    import jax.numpy as jnp
+
+    module = lookup(ns, "SharedEmbedLM")(vocab_size=vocab_size, d_model=d_model)
+    params = {"embed": {"embedding": jnp.asarray(embedding)},
+              "mixer": {"kernel": jnp.asarray(kernel), "bias": jnp.asarray(bias)}}
+    return module.apply({"params": params}, jnp.asarray(token_ids, jnp.int32))

@@ -1,6 +1,7 @@
 """Chapter 01 (Flax Linen): each pitfall the chapter teaches, as a wrong solution.
 
-Regions of solutions/01_linen.ipynb: 0 ``TiedIO.__call__``, 1 ``tied_io_embed``.
+Regions of solutions/01_linen.ipynb: 0 ``TiedIO.__call__``, 1 ``tied_io_embed``,
+2 ``SharedEmbedLM.setup``, 3 ``SharedEmbedLM.__call__``.
 """
 from . import Pitfall
 
@@ -30,6 +31,16 @@ APPLY = "return module.apply(variables, ids).reshape(-1)"
 FLOAT_SIZES = embed(APPLY, sizes="vocab_size, d_model")
 FLOAT_SEED = embed(APPLY, seed="seed")
 FLOAT64 = embed("return np.asarray(module.apply(variables, ids), np.float64).reshape(-1)")
+
+# SharedEmbedLM: one nn.Embed for the lookup and the head, a mixer between them.
+EMBED = "self.embed = nn.Embed(self.vocab_size, self.d_model, embedding_init=nn.initializers.normal(stddev=0.02))\n"
+MIXER = "self.mixer = nn.Dense(self.d_model)\n"
+
+
+def shared(setup: str, call: str) -> dict:
+    """A ``SharedEmbedLM`` whose ``setup`` and ``__call__`` run these bodies."""
+    return {2: setup, 3: call}
+
 
 # The other items of a notebook whose mistake is in the module's gradient only.
 FORWARD_RIGHT = {"TiedIO.params": "pass", "TiedIO.__call__": "pass", "tied_io_embed": "pass"}
@@ -115,4 +126,26 @@ embedding = self.param("embedding", nn.initializers.normal(stddev=0.02), (self.d
 return embedding[:, token_ids].T @ embedding
 '''}, {"TiedIO.params": "common.wrong_param_shape", "TiedIO.__call__": "linen.param_shape",
        "TiedIO.gradient": "linen.param_shape", "tied_io_embed": "common.wrong_values"}),
+    # SharedEmbedLM: each way of untying it, or of dropping the mixer, is named.
+    Pitfall("01_linen", "shared_two_embeds", shared(
+        EMBED + MIXER + EMBED.replace("self.embed ", "self.out_embed "),
+        "return self.out_embed.attend(self.mixer(self.embed(token_ids)))\n"),
+        {"SharedEmbedLM.params": "linen.shared_two_embeds", "SharedEmbedLM.__call__": "linen.param_not_found",
+         "TiedIO.params": "pass"}),
+    Pitfall("01_linen", "shared_dense_head", shared(
+        EMBED + MIXER + "self.head = nn.Dense(self.vocab_size, use_bias=False)\n",
+        "return self.head(self.mixer(self.embed(token_ids)))\n"),
+        {"SharedEmbedLM.params": "linen.shared_dense_head", "SharedEmbedLM.__call__": "linen.param_not_found"}),
+    # A mixer created in setup but never called has no parameters: both items name it.
+    Pitfall("01_linen", "shared_mixer_skipped", {3: "return self.embed.attend(self.embed(token_ids))\n"},
+            {"SharedEmbedLM.params": "linen.shared_no_mixer", "SharedEmbedLM.__call__": "linen.shared_mixer_skipped",
+             "tied_io_embed": "pass"}),
+    Pitfall("01_linen", "shared_param_name", shared(
+        EMBED.replace("self.embed ", "self.embedding ") + MIXER,
+        "return self.embedding.attend(self.mixer(self.embedding(token_ids)))\n"),
+        {"SharedEmbedLM.params": "linen.shared_param_names", "SharedEmbedLM.__call__": "linen.param_not_found"}),
+    Pitfall("01_linen", "shared_mixer_without_bias", shared(
+        EMBED + "self.mixer = nn.Dense(self.d_model, use_bias=False)\n",
+        "return self.embed.attend(self.mixer(self.embed(token_ids)))\n"),
+        {"SharedEmbedLM.params": "linen.shared_param_names", "SharedEmbedLM.__call__": "common.wrong_values"}),
 ]
