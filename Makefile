@@ -47,6 +47,7 @@ release: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/grader_speed.py
 	$(BIN)/python benchmarks/mlm_speed.py
+	$(BIN)/python benchmarks/sandbox_overhead.py
 
 clean:
 	rm -rf _build .jupyter_cache
