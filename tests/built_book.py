@@ -13,7 +13,6 @@ import base64
 import contextlib
 import fcntl
 import functools
-import http.server
 import json
 import os
 import select
@@ -29,6 +28,9 @@ import pytest
 import yaml
 
 from notebooks import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+from serve import QuietHandler, QuietServer  # noqa: E402  (make serve's quiet static server)
 
 HTML = Path(os.environ.get("TIED_HTML", ROOT / "_build" / "html")).resolve()
 BROWSER_PACKAGES = ["chromium", "fonts-noto-cjk"]
@@ -85,18 +87,6 @@ def find_chromium() -> str:
         if done.returncode:
             pytest.fail(f"`{' '.join(step)}` failed:\n{done.stderr[-2000:]}", pytrace=False)
     return shutil.which("chromium")
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
-        pass
-
-
-class QuietServer(http.server.ThreadingHTTPServer):
-    def handle_error(self, request, client_address):
-        # A page closed while a file was on its way (the tab moved on): nothing to report.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
 
 
 @contextlib.contextmanager
