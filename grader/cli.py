@@ -207,19 +207,16 @@ def run_report(args) -> int:
 
 def run_export(args) -> int:
     from . import platforms
+    from .atomic import write_atomic
+    from .class_report import load
     from .registry import chapters
 
     source = Path(platforms.__file__).resolve().parent.parent
     try:
         if args.format == "canvas":
-            from .class_report import load
-
             entries = load(args.gradebook)
             names = sorted({e["chapter"] for e in entries.values() if "error" not in e})
-            csv = platforms.canvas_csv(entries, names, lambda c: args.column.format(chapter=c))
-            from .atomic import write_atomic
-
-            write_atomic(args.out, csv)
+            write_atomic(args.out, platforms.canvas_csv(entries, names, lambda c: args.column.format(chapter=c)))
         elif args.chapter not in chapters():
             print(f"grader export: no chapter {args.chapter!r} (known: {', '.join(chapters())})", file=sys.stderr)
             return EXIT_USAGE

@@ -122,12 +122,13 @@ class Sandbox:
 
     def limits_note(self) -> str:
         """What the cgroups do not count here ("" when both are in place)."""
-        missing = [c for c in ("memory", "pids") if c not in self.cgroups]
-        return ("--sandbox: no " + " or ".join(missing) + " cgroup could be created here, so "
-                + ("memory held outside the process tree (memfd, detached children) is not counted"
-                   if "memory" in missing else "")
-                + (" and " if len(missing) == 2 else "")
-                + ("the number of processes is not limited" if "pids" in missing else "")) if missing else ""
+        lost = {"memory": "memory held outside the process tree (memfd, detached children) is not counted",
+                "pids": "the number of processes is not limited"}
+        missing = [c for c in lost if c not in self.cgroups]
+        if not missing:
+            return ""
+        return f"--sandbox: no {' or '.join(missing)} cgroup could be created here, so " + \
+            " and ".join(lost[c] for c in missing)
 
     def argv(self, command: list[str], workdir: Path) -> list[str]:
         """``command`` inside the sandbox, started in ``workdir`` (within the job's folder)."""

@@ -23,6 +23,7 @@ import pytest
 
 from built_book import Chromium, find_chromium
 from grader.i18n import text
+from grader.registry import chapter as chapter_of
 from notebooks import ROOT
 
 ARTIFACTS = ROOT / "test-artifacts" / "lab"
@@ -146,6 +147,11 @@ def run_and_read_panel(tab, chapter, lang) -> str:
     return output
 
 
+def panel_rows(output: str) -> list[str]:
+    """The panel's item rows: each starts with its mark, ✔ or ✘."""
+    return [line for line in output.splitlines() if line.startswith(("✔", "✘"))]
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_an_untouched_exercise_shows_every_item_not_implemented(lab, browser, chapter):
     base, token = lab
@@ -153,10 +159,8 @@ def test_an_untouched_exercise_shows_every_item_not_implemented(lab, browser, ch
     try:
         output = run_and_read_panel(tab, chapter, "en")
         tab.screenshot(ARTIFACTS / f"exercise_{chapter}.png", max_height=2400)
-        from grader.registry import chapter as chapter_of
-
         hint = text("common.not_implemented", "en").split(":")[0]
-        rows = [line for line in output.splitlines() if line.startswith("✘") or line.startswith("✔")]
+        rows = panel_rows(output)
         assert len(rows) == len(chapter_of(chapter).items), output
         assert all(line.startswith("✘") for line in rows), output
         assert output.count(hint) == len(rows), output
@@ -171,7 +175,7 @@ def test_the_solution_passes_every_item(lab, browser, chapter):
     try:
         output = run_and_read_panel(tab, chapter, "en")
         tab.screenshot(ARTIFACTS / f"solution_{chapter}.png", max_height=2400)
-        rows = [line for line in output.splitlines() if line.startswith("✘") or line.startswith("✔")]
+        rows = panel_rows(output)
         assert rows and all(line.startswith("✔") for line in rows), output
     finally:
         tab.close()
