@@ -225,7 +225,7 @@ class ProbeHook:
             if self.timeout is not None:
                 return
             self.running = "checks"
-        if not kernel.is_alive():
+        if kernel is None or not kernel.is_alive():  # None: the kernel never answered nbval at start
             self.probe_status = "kernel_dead"
             return
         code = (
