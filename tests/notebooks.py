@@ -2,38 +2,68 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 REGION = re.compile(r"(?ms)^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[ \t]*$")
+DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
 
 
 def solution(chapter: str) -> Path:
     return ROOT / "solutions" / f"{chapter}.ipynb"
 
 
-def replace_regions(chapter: str, regions: dict[int, str]) -> nbformat.NotebookNode:
-    """The solution with its n-th solution regions (0-based, in notebook order)
-    replaced by the given code, re-indented to the region's indentation."""
+def owner(source: str, start: int, indent: str) -> str:
+    """The function, method or class a region at ``start`` sits in: ``TiedIO.__call__``.
+    Each enclosing ``def`` or ``class`` is the nearest one above, indented less."""
+    names, width = [], len(indent)
+    for match in reversed(list(DEF.finditer(source, 0, start))):
+        if len(match.group(1)) < width:
+            names.append(match.group(2))
+            width = len(match.group(1))
+    return ".".join(reversed(names))
+
+
+@cache
+def region_names(chapter: str) -> tuple[str, ...]:
+    """The owner of each solution region of the chapter's solution, in notebook order."""
     nb = nbformat.read(solution(chapter), as_version=4)
-    seen = 0
+    return tuple(owner(cell.source, m.start(), m.group(1))
+            for cell in nb.cells if cell.cell_type == "code" for m in REGION.finditer(cell.source))
+
+
+def check_region_names(chapter: str, names) -> None:
+    """Every name owns exactly one solution region of the chapter; else a ValueError
+    that lists the names there are (inserting a function never moves a pitfall)."""
+    owners = region_names(chapter)
+    for name in names:
+        if owners.count(name) != 1:
+            problem = "no solution region" if name not in owners else "several solution regions"
+            raise ValueError(f"{chapter}: {name!r} owns {problem}; regions sit in {', '.join(owners)}")
+
+
+def replace_regions(chapter: str, regions: dict[str, str]) -> nbformat.NotebookNode:
+    """The solution with the solution regions of the named functions (``"sample_next"``,
+    ``"TiedIO.__call__"``) replaced by the given code, re-indented to the region's
+    indentation."""
+    check_region_names(chapter, regions)
+    nb = nbformat.read(solution(chapter), as_version=4)
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         cell.outputs, cell.execution_count = [], None
 
-        def swap(match):
-            nonlocal seen
-            index, seen = seen, seen + 1
-            if index not in regions:
+        def swap(match, source=cell.source):
+            name = owner(source, match.start(), match.group(1))
+            if name not in regions:
                 return match.group(0)
             indent = match.group(1)
-            return "\n".join(indent + line if line else line for line in regions[index].strip("\n").splitlines())
+            return "\n".join(indent + line if line else line for line in regions[name].strip("\n").splitlines())
 
         cell.source = REGION.sub(swap, cell.source)
-    assert seen > max(regions, default=-1), f"{chapter} has only {seen} solution regions"
     return nb
 
 

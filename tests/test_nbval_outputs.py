@@ -133,7 +133,7 @@ def notebook_verdict(nb, tmp_path):
 
 def test_a_wrong_shape_in_a_worked_example_fails_the_notebook_naming_both_outputs(tmp_path):
     transposed = "E = np.asarray(E, dtype=np.float64)\nreturn (E[np.asarray(tokens)] @ E.T).T"
-    verdict = notebook_verdict(replace_regions(CHAPTER, {1: transposed}), tmp_path)
+    verdict = notebook_verdict(replace_regions(CHAPTER, {"tied_head_forward": transposed}), tmp_path)
     assert verdict.status == "fail" and verdict.finding.key == "common.output_mismatch"
     assert verdict.finding.params["cell"] == EXPECTED[1]["cell"]
     assert render(verdict.finding, "en") == (

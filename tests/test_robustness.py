@@ -19,7 +19,7 @@ from notebooks import ROOT, with_cells, write
 
 CHAPTER = "01_linen"
 SOLUTION = ROOT / "solutions" / f"{CHAPTER}.ipynb"
-WRONG = {0: 'embedding = self.param("embedding", nn.initializers.normal(stddev=0.02), (self.vocab_size, self.d_model))\n'
+WRONG = {"TiedIO.__call__": 'embedding = self.param("embedding", nn.initializers.normal(stddev=0.02), (self.vocab_size, self.d_model))\n'
             'return embedding[token_ids] @ embedding'}
 
 

@@ -1,7 +1,9 @@
 """Every pitfall the chapters teach, as a wrong solution and the diagnosis it must get.
 
 One module per chapter defines ``PITFALLS``.  ``regions`` replaces solution regions of
-the chapter's solution notebook (0-based, in notebook order); ``expect`` maps graded
+the chapter's solution notebook, each named by the function, method or class it sits in
+(``"sample_next"``, ``"TiedIO.__call__"``): inserting a function moves no pitfall, and a
+name that owns no region, or several, stops the collection; ``expect`` maps graded
 items to the message key (or set of acceptable keys) the grader must name, or "pass".
 Most pitfalls are judged in the test process (``tests/inprocess.py``); those with
 ``kernel=True`` also go through ``grader grade``, a real kernel per notebook.
@@ -11,6 +13,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, replace
+
+from notebooks import check_region_names
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ def _collect() -> list[Pitfall]:
     found = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         found += importlib.import_module(f"{__name__}.{info.name}").PITFALLS
+    for p in found:
+        check_region_names(p.chapter, p.regions)
     return [replace(p, kernel=p.kernel or p.id in THROUGH_KERNEL) for p in found]
 
 

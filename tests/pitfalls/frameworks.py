@@ -1,6 +1,6 @@
 """Chapter 07 (one matrix, three frameworks): each pitfall the chapter teaches, as a wrong solution.
 
-Regions of solutions/07_three_frameworks.ipynb: 0 ``linen_to_torch``, 1 ``torch_to_nnx``.
+Solution regions, by the function they sit in: ``linen_to_torch``, ``torch_to_nnx``.
 The two converters are independent, so each notebook carries one mistake in each.
 """
 from . import Pitfall
@@ -65,56 +65,56 @@ NNX_ITEMS = ("torch_to_nnx.params", "torch_to_nnx")
 
 PITFALLS = [
     Pitfall(CH, "kernel_not_transposed", {
-        0: READ + NO_GRAD + COPY_EMBED + COPY_MIXER.replace("kernel.T", "kernel") + "return model",
-        1: nnx_fill(kernel='array("mixer.weight")'),
+        "linen_to_torch": READ + NO_GRAD + COPY_EMBED + COPY_MIXER.replace("kernel.T", "kernel") + "return model",
+        "torch_to_nnx": nnx_fill(kernel='array("mixer.weight")'),
     }, {"linen_to_torch.tied": "pass", "linen_to_torch": "frameworks.kernel_not_transposed",
         "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.kernel_not_transposed"}),
     Pitfall(CH, "clone_and_head_param", {
-        0: RIGHT_TORCH + "model.lm_head.weight = torch.nn.Parameter(model.embed.weight.detach().clone())\nreturn model",
-        1: nnx_fill(tail='model.lm_head = nnx.Param(jnp.array(values["embed"]["embedding"]))  # "the head, too"\n'),
+        "linen_to_torch": RIGHT_TORCH + "model.lm_head.weight = torch.nn.Parameter(model.embed.weight.detach().clone())\nreturn model",
+        "torch_to_nnx": nnx_fill(tail='model.lm_head = nnx.Param(jnp.array(values["embed"]["embedding"]))  # "the head, too"\n'),
     }, {"linen_to_torch.tied": "frameworks.torch_copy", "linen_to_torch": "pass",
         "torch_to_nnx.params": "frameworks.nnx_extra_param", "torch_to_nnx": "pass"}),
     Pitfall(CH, "assign_and_alias_key", {
-        0: state_dict_load(extra=', "lm_head.weight": E', assign=True),
-        1: nnx_fill(embedding='array("lm_head.weight")'),
+        "linen_to_torch": state_dict_load(extra=', "lm_head.weight": E', assign=True),
+        "torch_to_nnx": nnx_fill(embedding='array("lm_head.weight")'),
     }, {"linen_to_torch.tied": "frameworks.torch_alias", "linen_to_torch": "pass",
         "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.alias_key"}),
     Pitfall(CH, "replaced_parameter_and_tolist", {
-        0: READ + "model.embed.weight = torch.nn.Parameter(torch.tensor(embedding))\n"
+        "linen_to_torch": READ + "model.embed.weight = torch.nn.Parameter(torch.tensor(embedding))\n"
            + NO_GRAD + COPY_MIXER + "return model",
-        1: nnx_fill().replace("jnp.asarray(state_dict[name].detach().cpu().numpy(), jnp.float32)",
+        "torch_to_nnx": nnx_fill().replace("jnp.asarray(state_dict[name].detach().cpu().numpy(), jnp.float32)",
                               "np.array(state_dict[name].tolist())"),
     }, {"linen_to_torch.tied": "frameworks.torch_head_stale", "linen_to_torch": "pass",
         "torch_to_nnx.params": "frameworks.float64", "torch_to_nnx": "pass"}),
     Pitfall(CH, "double_and_key_name", {
-        0: RIGHT_TORCH.replace("TorchTiedLM(*embedding.shape)", "TorchTiedLM(*embedding.shape).double()")
+        "linen_to_torch": RIGHT_TORCH.replace("TorchTiedLM(*embedding.shape)", "TorchTiedLM(*embedding.shape).double()")
            + "return model",
-        1: nnx_fill(nest="weight"),
+        "torch_to_nnx": nnx_fill(nest="weight"),
     }, {"linen_to_torch.tied": "frameworks.float64", "linen_to_torch": "pass",
         **dict.fromkeys(NNX_ITEMS, "frameworks.nnx_key_name")}),
     Pitfall(CH, "mixed_float64", {
-        0: READ + "model.embed.weight = torch.nn.Parameter(torch.tensor(embedding, dtype=torch.float64))\n"
+        "linen_to_torch": READ + "model.embed.weight = torch.nn.Parameter(torch.tensor(embedding, dtype=torch.float64))\n"
            "model.lm_head.weight = model.embed.weight\n" + NO_GRAD + COPY_MIXER + "return model",
     }, {"linen_to_torch.tied": "frameworks.float64", "linen_to_torch": "pass", **dict.fromkeys(NNX_ITEMS, "pass")}),
     Pitfall(CH, "transposed_embedding_and_unfilled", {
-        0: READ + NO_GRAD + COPY_EMBED.replace("embedding)", "embedding.T)") + COPY_MIXER + "return model",
-        1: nnx_fill().replace("nnx.replace_by_pure_dict(state, values)",
+        "linen_to_torch": READ + NO_GRAD + COPY_EMBED.replace("embedding)", "embedding.T)") + COPY_MIXER + "return model",
+        "torch_to_nnx": nnx_fill().replace("nnx.replace_by_pure_dict(state, values)",
                               'nnx.replace_by_pure_dict(state, {"embed": values["embed"]})'),
     }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.shape_mismatch"),
         "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.nnx_unfilled_params"}),
     Pitfall(CH, "key_name_and_transposed_embedding", {
-        0: RIGHT_TORCH.replace('variables["params"]', 'variables') + "return model",
-        1: nnx_fill(embedding='array("embed.weight").T').replace('["embed"]["embedding"].shape', '["embed"]["embedding"].T.shape'),
+        "linen_to_torch": RIGHT_TORCH.replace('variables["params"]', 'variables') + "return model",
+        "torch_to_nnx": nnx_fill(embedding='array("embed.weight").T').replace('["embed"]["embedding"].shape', '["embed"]["embedding"].T.shape'),
     }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.key_name"),
         "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.embedding_transposed"}),
     Pitfall(CH, "state_dict_names_and_returns_values", {
-        0: state_dict_load(embedding_key="embedding.weight"),
-        1: nnx_fill().replace("model = nnx.merge(graphdef, state)\nreturn model", "return values"),
+        "linen_to_torch": state_dict_load(embedding_key="embedding.weight"),
+        "torch_to_nnx": nnx_fill().replace("model = nnx.merge(graphdef, state)\nreturn model", "return values"),
     }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.state_dict_keys"),
         **dict.fromkeys(NNX_ITEMS, "frameworks.not_nnx_module")}),
     Pitfall(CH, "strict_false_and_own_class", {
-        0: state_dict_load(embedding_key="embedding.weight", strict=False),
-        1: '''class Converted(nnx.Module):
+        "linen_to_torch": state_dict_load(embedding_key="embedding.weight", strict=False),
+        "torch_to_nnx": '''class Converted(nnx.Module):
     def __init__(self, sd):
         self.embedding = nnx.Param(jnp.asarray(sd["embed.weight"].numpy()))
         self.kernel = nnx.Param(jnp.asarray(sd["mixer.weight"].numpy()).T)
@@ -130,8 +130,8 @@ return Converted(state_dict)
     }, {"linen_to_torch.tied": "pass", "linen_to_torch": "frameworks.not_loaded",  # one mistake, charged once
         "torch_to_nnx.params": "frameworks.wrong_class", "torch_to_nnx": "pass"}),
     Pitfall(CH, "returns_state_dict_and_state_snapshot", {
-        0: RIGHT_TORCH + "return model.state_dict()",
-        1: nnx_fill().replace(
+        "linen_to_torch": RIGHT_TORCH + "return model.state_dict()",
+        "torch_to_nnx": nnx_fill().replace(
             "graphdef, state = nnx.split(nnx.eval_shape(lambda: NNXTiedLM(",
             "model = NNXTiedLM(").replace(
             ", rngs=nnx.Rngs(0))))\nnnx.replace_by_pure_dict(state, values)\nmodel = nnx.merge(graphdef, state)",
@@ -140,18 +140,18 @@ return Converted(state_dict)
         "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.not_loaded"}),
     # Each mistake costs the points of the one promise it breaks (issue 14).
     Pitfall(CH, "mixer_not_loaded_and_float64_embedding", {
-        0: READ + NO_GRAD + COPY_EMBED + "return model",
-        1: nnx_fill(tail="model.embed.embedding = nnx.Param(np.asarray(model.embed.embedding[...], np.float64))\n"),
+        "linen_to_torch": READ + NO_GRAD + COPY_EMBED + "return model",
+        "torch_to_nnx": nnx_fill(tail="model.embed.embedding = nnx.Param(np.asarray(model.embed.embedding[...], np.float64))\n"),
     }, {"linen_to_torch.tied": "pass", "linen_to_torch": "frameworks.not_loaded",
         "torch_to_nnx.params": "frameworks.float64", "torch_to_nnx": "pass"}),
     Pitfall(CH, "own_torch_class_and_kernel_in_place", {
-        0: READ + OWN_TORCH_CLASS + "model = Converted()\n" + NO_GRAD + COPY_EMBED + COPY_MIXER + "return model",
-        1: nnx_fill(tail="model.mixer.kernel[...] = model.mixer.kernel[...].T\n"),
+        "linen_to_torch": READ + OWN_TORCH_CLASS + "model = Converted()\n" + NO_GRAD + COPY_EMBED + COPY_MIXER + "return model",
+        "torch_to_nnx": nnx_fill(tail="model.mixer.kernel[...] = model.mixer.kernel[...].T\n"),
     }, {"linen_to_torch.tied": "frameworks.wrong_class", "linen_to_torch": "pass",
         "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.kernel_not_transposed"}),
     Pitfall(CH, "extra_registered_tensor_and_bias_not_loaded", {
-        0: RIGHT_TORCH + "model.register_buffer('scale', torch.ones(1))\nreturn model",
-        1: nnx_fill().replace('"bias": array("mixer.bias")', '"bias": jnp.zeros_like(array("mixer.bias"))'),
+        "linen_to_torch": RIGHT_TORCH + "model.register_buffer('scale', torch.ones(1))\nreturn model",
+        "torch_to_nnx": nnx_fill().replace('"bias": array("mixer.bias")', '"bias": jnp.zeros_like(array("mixer.bias"))'),
     }, {"linen_to_torch.tied": "frameworks.torch_keys", "linen_to_torch": "pass",
         "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.not_loaded"}),
 ]

@@ -1,14 +1,13 @@
 """Chapter 04 (the LM head in NumPy): each pitfall the chapter teaches, as a wrong solution.
 
 The four exercises are independent functions, so one notebook carries one mistake in
-each of several of them (regions 0 to 3: the loss, the forward, the gradients, the
-sampler); every item names its own mistake.
+each of several of them (the loss, the forward, the gradients, the sampler); every item names its own mistake.
 """
 from . import Pitfall
 
 CH = "04_gpt_head"
 
-# ---- region 0: cross_entropy_from_logits
+# ---- cross_entropy_from_logits
 CE_UNSHIFTED = '''
 z = np.asarray(logits, dtype=np.float64)
 p = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
@@ -33,7 +32,7 @@ lse = m[:, 0] + np.log(np.exp(z - m).sum(axis=-1))
 return lse - z[np.arange(len(targets)), targets]
 '''
 
-# ---- region 1: tied_head_forward
+# ---- tied_head_forward
 LN = "x = (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)"
 FWD_SOFTMAX = f'''
 x = E[tokens]
@@ -56,7 +55,7 @@ x = E[tokens]
 return x @ E
 '''
 
-# ---- region 2: tied_embedding_grad
+# ---- tied_embedding_grad
 GRAD_G = '''
 tokens = np.asarray(tokens)
 X = E[tokens]
@@ -85,7 +84,7 @@ GRAD_SIGN = grad(g=GRAD_G.replace("G /= len(tokens)\n", "G = -G / len(tokens)\n"
 GRAD_MIXED = grad(ret="return grad_lookup + grad_head, np.zeros_like(E)")
 GRAD_NO_HEAD = grad(head="grad_head = np.zeros_like(E)\n")
 
-# ---- region 3: sample_next
+# ---- sample_next
 SAMPLE_NO_ZERO = '''
 z = np.asarray(logits, dtype=np.float64)
 z = (z - z.max()) / temperature
@@ -113,43 +112,43 @@ SAMPLE_ZERO_AS_ONE = sampler("z / temperature", zero="if temperature == 0:\n    
 
 PITFALLS = [
     Pitfall(CH, "unshifted_ce+softmax_in_forward+no_lookup+zero_division",
-            {0: CE_UNSHIFTED, 1: FWD_SOFTMAX, 2: GRAD_NO_LOOKUP, 3: SAMPLE_NO_ZERO},
+            {"cross_entropy_from_logits": CE_UNSHIFTED, "tied_head_forward": FWD_SOFTMAX, "tied_embedding_grad": GRAD_NO_LOOKUP, "sample_next": SAMPLE_NO_ZERO},
             {"cross_entropy_from_logits": "gpt_head.unshifted_softmax",
              "tied_head_forward": "gpt_head.softmax_in_forward",
              "tied_embedding_grad": "gpt_head.missing_lookup",
              "sample_next": "pass", "sample_next.greedy": "gpt_head.zero_temperature"}),
     Pitfall(CH, "log_of_softmax+no_layernorm+overwritten_rows+unshifted_sampler",
-            {0: CE_LOG_OF_SOFTMAX, 1: FWD_NO_LN, 2: GRAD_OVERWRITTEN, 3: SAMPLE_UNSHIFTED},
+            {"cross_entropy_from_logits": CE_LOG_OF_SOFTMAX, "tied_head_forward": FWD_NO_LN, "tied_embedding_grad": GRAD_OVERWRITTEN, "sample_next": SAMPLE_UNSHIFTED},
             {"cross_entropy_from_logits": "gpt_head.log_of_softmax",
              "tied_head_forward": "gpt_head.missing_layernorm",
              "tied_embedding_grad": "gpt_head.overwritten_rows",
              "sample_next": "gpt_head.sample_overflow", "sample_next.greedy": "pass"}),
     Pitfall(CH, "summed_loss+eps_outside_root+not_scattered+no_temperature",
-            {0: CE_SUMMED, 1: FWD_EPS_OUTSIDE, 2: GRAD_NOT_SCATTERED, 3: SAMPLE_NO_TAU},
+            {"cross_entropy_from_logits": CE_SUMMED, "tied_head_forward": FWD_EPS_OUTSIDE, "tied_embedding_grad": GRAD_NOT_SCATTERED, "sample_next": SAMPLE_NO_TAU},
             {"cross_entropy_from_logits": "gpt_head.loss_summed",
              "tied_head_forward": "gpt_head.layernorm_variant",
              "tied_embedding_grad": "gpt_head.lookup_not_scattered",
              "sample_next": "gpt_head.temperature_ignored"}),
     # x @ E with V != d raises: the message gives the shapes and x @ E.T, whichever operand is wrong.
     Pitfall(CH, "per_token_loss+no_transpose+swapped+times_temperature",
-            {0: CE_PER_TOKEN, 1: FWD_NO_TRANSPOSE, 2: GRAD_SWAPPED, 3: SAMPLE_TIMES_TAU},
+            {"cross_entropy_from_logits": CE_PER_TOKEN, "tied_head_forward": FWD_NO_TRANSPOSE, "tied_embedding_grad": GRAD_SWAPPED, "sample_next": SAMPLE_TIMES_TAU},
             {"cross_entropy_from_logits": "gpt_head.loss_not_averaged",
              "tied_head_forward": "gpt_head.projection_shapes",
              "tied_embedding_grad": "gpt_head.grads_swapped",
              "sample_next": "gpt_head.temperature_inverted"}),
-    Pitfall(CH, "total_grad+always_argmax", {2: GRAD_TOTAL, 3: SAMPLE_ARGMAX},
+    Pitfall(CH, "total_grad+always_argmax", {"tied_embedding_grad": GRAD_TOTAL, "sample_next": SAMPLE_ARGMAX},
             {"tied_embedding_grad": "gpt_head.grad_total", "sample_next": "gpt_head.sample_greedy",
              "sample_next.greedy": "pass", "cross_entropy_from_logits": "pass"}),
-    Pitfall(CH, "summed_grads+global_rng", {2: GRAD_SUMMED, 3: SAMPLE_GLOBAL_RNG},
+    Pitfall(CH, "summed_grads+global_rng", {"tied_embedding_grad": GRAD_SUMMED, "sample_next": SAMPLE_GLOBAL_RNG},
             {"tied_embedding_grad": "gpt_head.grad_summed", "sample_next": "gpt_head.rng_ignored"}),
-    Pitfall(CH, "transposed_head+returns_probs", {2: GRAD_HEAD_T, 3: SAMPLE_PROBS},
+    Pitfall(CH, "transposed_head+returns_probs", {"tied_embedding_grad": GRAD_HEAD_T, "sample_next": SAMPLE_PROBS},
             {"tied_embedding_grad": "gpt_head.head_transposed", "sample_next": "gpt_head.sample_returns_probs"}),
-    Pitfall(CH, "sign+unnormalised", {2: GRAD_SIGN, 3: SAMPLE_UNNORMALISED},
+    Pitfall(CH, "sign+unnormalised", {"tied_embedding_grad": GRAD_SIGN, "sample_next": SAMPLE_UNNORMALISED},
             {"tied_embedding_grad": "gpt_head.grad_sign", "sample_next": "gpt_head.sample_not_normalised"}),
-    Pitfall(CH, "mixed_split+zero_as_one", {2: GRAD_MIXED, 3: SAMPLE_ZERO_AS_ONE},
+    Pitfall(CH, "mixed_split+zero_as_one", {"tied_embedding_grad": GRAD_MIXED, "sample_next": SAMPLE_ZERO_AS_ONE},
             {"tied_embedding_grad": "gpt_head.grads_mixed", "sample_next": "pass",
              "sample_next.greedy": "gpt_head.zero_temperature_not_argmax"}),
-    Pitfall(CH, "no_head", {2: GRAD_NO_HEAD},
+    Pitfall(CH, "no_head", {"tied_embedding_grad": GRAD_NO_HEAD},
             {"tied_embedding_grad": "gpt_head.missing_head", "tied_head_forward": "pass"}),
 ]
 
@@ -181,14 +180,14 @@ return a.grad.numpy(), e.grad.numpy()
 '''
 
 PITFALLS += [
-    Pitfall(CH, "numpy_int_draws+scipy_loss", {0: CE_SCIPY, 3: SAMPLE_NUMPY_INT},
+    Pitfall(CH, "numpy_int_draws+scipy_loss", {"cross_entropy_from_logits": CE_SCIPY, "sample_next": SAMPLE_NUMPY_INT},
             {"cross_entropy_from_logits": "gpt_head.framework_used", "sample_next": "gpt_head.sample_not_int",
              "sample_next.greedy": "gpt_head.sample_not_int"}),
-    Pitfall(CH, "float_draws+autograd", {2: GRAD_AUTOGRAD, 3: SAMPLE_FLOAT},
+    Pitfall(CH, "float_draws+autograd", {"tied_embedding_grad": GRAD_AUTOGRAD, "sample_next": SAMPLE_FLOAT},
             {"tied_embedding_grad": "gpt_head.framework_used", "sample_next": "gpt_head.sample_not_int"}),
     # The first draws are in range; the message must quote one that is not.
-    Pitfall(CH, "off_by_one_draws", {3: SAMPLE_OFF_BY_ONE}, {"sample_next": "gpt_head.sample_not_id"}),
+    Pitfall(CH, "off_by_one_draws", {"sample_next": SAMPLE_OFF_BY_ONE}, {"sample_next": "gpt_head.sample_not_id"}),
     # A shape error in the gradients is not the forward's missing transpose.
-    Pitfall(CH, "grad_head_shapes+projection_operands_swapped", {1: FWD_OPERANDS_SWAPPED, 2: GRAD_HEAD_NOT_TRANSPOSED},
+    Pitfall(CH, "grad_head_shapes+projection_operands_swapped", {"tied_head_forward": FWD_OPERANDS_SWAPPED, "tied_embedding_grad": GRAD_HEAD_NOT_TRANSPOSED},
             {"tied_embedding_grad": "gpt_head.grad_shapes", "tied_head_forward": "gpt_head.projection_shapes"}),
 ]

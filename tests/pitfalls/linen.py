@@ -1,7 +1,7 @@
 """Chapter 01 (Flax Linen): each pitfall the chapter teaches, as a wrong solution.
 
-Regions of solutions/01_linen.ipynb: 0 ``TiedIO.__call__``, 1 ``tied_io_embed``,
-2 ``SharedEmbedLM.setup``, 3 ``SharedEmbedLM.__call__``.
+Solution regions, by the function they sit in: ``TiedIO.__call__``, ``tied_io_embed``,
+``SharedEmbedLM.setup``, ``SharedEmbedLM.__call__``.
 """
 from . import Pitfall
 
@@ -11,14 +11,14 @@ DECLARE = f'embedding = self.param("embedding", {LINEN_INIT})\n'
 
 def module(body: str) -> dict:
     """A ``TiedIO.__call__`` that declares the one parameter, then runs ``body``."""
-    return {0: DECLARE + body}
+    return {"TiedIO.__call__": DECLARE + body}
 
 
 def embed(body: str, sizes: str = "int(vocab_size), int(d_model)", seed: str = "int(seed)") -> dict:
     """A ``tied_io_embed`` that builds the module from ``sizes`` and initialises it with
     the key of ``seed``, then runs ``body``."""
     v, d = sizes.split(", ")
-    return {1: f'''
+    return {"tied_io_embed": f'''
 ids = jnp.asarray(token_ids, jnp.int32)
 module = TiedIO(vocab_size={v}, d_model={d})
 variables = module.init(jax.random.PRNGKey({seed}), ids)
@@ -39,54 +39,54 @@ MIXER = "self.mixer = nn.Dense(self.d_model)\n"
 
 def shared(setup: str, call: str) -> dict:
     """A ``SharedEmbedLM`` whose ``setup`` and ``__call__`` run these bodies."""
-    return {2: setup, 3: call}
+    return {"SharedEmbedLM.setup": setup, "SharedEmbedLM.__call__": call}
 
 
 # The other items of a notebook whose mistake is in the module's gradient only.
 FORWARD_RIGHT = {"TiedIO.params": "pass", "TiedIO.__call__": "pass", "tied_io_embed": "pass"}
 
 PITFALLS = [
-    Pitfall("01_linen", "embed_plus_dense", {0: f'''
+    Pitfall("01_linen", "embed_plus_dense", {"TiedIO.__call__": f'''
 x = nn.Embed(self.vocab_size, self.d_model, embedding_init=nn.initializers.normal(stddev=0.02), name="embedding")(token_ids)
 return nn.Dense(self.vocab_size, use_bias=False)(x)
 '''}, {"TiedIO.params": "linen.param_count", "TiedIO.__call__": "linen.submodule", "TiedIO.gradient": "linen.submodule",
        "tied_io_embed": "common.untied"}),
-    Pitfall("01_linen", "second_param", {0: f'''
+    Pitfall("01_linen", "second_param", {"TiedIO.__call__": f'''
 embedding = self.param("embedding", {LINEN_INIT})
 head = self.param("head", {LINEN_INIT})
 return embedding[token_ids] @ head.T
 '''}, {"TiedIO.params": "linen.param_count", "TiedIO.__call__": "linen.param_not_found",
        "tied_io_embed": {"common.untied", "common.wrong_values"}}),
-    Pitfall("01_linen", "same_name_twice", {0: f'''
+    Pitfall("01_linen", "same_name_twice", {"TiedIO.__call__": f'''
 embedding = self.param("embedding", {LINEN_INIT})
 head = self.param("embedding", {LINEN_INIT})
 return embedding[token_ids] @ head.T
 '''}, {"TiedIO.params": "linen.second_param", "tied_io_embed": "linen.second_param"}),
-    Pitfall("01_linen", "missing_transpose", {0: f'''
+    Pitfall("01_linen", "missing_transpose", {"TiedIO.__call__": f'''
 embedding = self.param("embedding", {LINEN_INIT})
 return embedding[token_ids] @ embedding
 '''}, {"TiedIO.__call__": "linen.missing_transpose", "tied_io_embed": "linen.missing_transpose",
        "TiedIO.gradient": "linen.missing_transpose"}),
-    Pitfall("01_linen", "float_ids", {1: '''
+    Pitfall("01_linen", "float_ids", {"tied_io_embed": '''
 module = TiedIO(vocab_size=int(vocab_size), d_model=int(d_model))
 variables = module.init(jax.random.PRNGKey(int(seed)), token_ids)
 return module.apply(variables, token_ids).reshape(-1)
 '''}, {"tied_io_embed": "linen.float_ids", "TiedIO.params": "pass"}),
-    Pitfall("01_linen", "not_flattened", {1: '''
+    Pitfall("01_linen", "not_flattened", {"tied_io_embed": '''
 ids = jnp.asarray(token_ids, jnp.int32)
 module = TiedIO(vocab_size=int(vocab_size), d_model=int(d_model))
 return module.apply(module.init(jax.random.PRNGKey(int(seed)), ids), ids)
 '''}, {"tied_io_embed": "common.not_flattened"}),
-    Pitfall("01_linen", "wrong_init_std", {0: '''
+    Pitfall("01_linen", "wrong_init_std", {"TiedIO.__call__": '''
 embedding = self.param("embedding", nn.initializers.normal(stddev=1.0), (self.vocab_size, self.d_model))
 return embedding[token_ids] @ embedding.T
 '''}, {"TiedIO.params": "common.init_std", "TiedIO.__call__": "pass", "TiedIO.gradient": "pass",
        "tied_io_embed": "linen.scaled"}),
-    Pitfall("01_linen", "param_name", {0: f'''
+    Pitfall("01_linen", "param_name", {"TiedIO.__call__": f'''
 W = self.param("W", {LINEN_INIT})
 return W[token_ids] @ W.T
 '''}, {"TiedIO.params": "linen.param_name", "TiedIO.__call__": "linen.param_not_found"}),
-    Pitfall("01_linen", "typo", {1: '''
+    Pitfall("01_linen", "typo", {"tied_io_embed": '''
 ids = jnp.asarray(token_ids, jnp.int32)
 module = TiedIO(vocab_size=int(vocab_size), d_model=int(d_model))
 return module.apply(module.init(jax.random.PRNGKey(int(seed)), idz), ids).reshape(-1)
@@ -121,7 +121,7 @@ return module.apply(module.init(jax.random.PRNGKey(int(seed)), idz), ids).reshap
     # tied_io_embed: every argument arrives as a float, the seed matters, the dtype is float32.
     Pitfall("01_linen", "ignores_seed", embed(APPLY, seed="0"),
             {"tied_io_embed": "linen.ignores_seed", "TiedIO.gradient": "pass"}),
-    Pitfall("01_linen", "shape_d_by_v", {0: '''
+    Pitfall("01_linen", "shape_d_by_v", {"TiedIO.__call__": '''
 embedding = self.param("embedding", nn.initializers.normal(stddev=0.02), (self.d_model, self.vocab_size))
 return embedding[:, token_ids].T @ embedding
 '''}, {"TiedIO.params": "common.wrong_param_shape", "TiedIO.__call__": "linen.param_shape",
@@ -137,7 +137,7 @@ return embedding[:, token_ids].T @ embedding
         "return self.head(self.mixer(self.embed(token_ids)))\n"),
         {"SharedEmbedLM.params": "linen.shared_dense_head", "SharedEmbedLM.__call__": "linen.param_not_found"}),
     # A mixer created in setup but never called has no parameters: both items name it.
-    Pitfall("01_linen", "shared_mixer_skipped", {3: "return self.embed.attend(self.embed(token_ids))\n"},
+    Pitfall("01_linen", "shared_mixer_skipped", {"SharedEmbedLM.__call__": "return self.embed.attend(self.embed(token_ids))\n"},
             {"SharedEmbedLM.params": "linen.shared_no_mixer", "SharedEmbedLM.__call__": "linen.shared_mixer_skipped",
              "tied_io_embed": "pass"}),
     Pitfall("01_linen", "shared_param_name", shared(

@@ -1,6 +1,7 @@
 """Chapter 05 (masked LM in PyTorch): each pitfall the chapter teaches, as a wrong solution.
 
-Regions of the solution: 0 layer_norm, 1 gelu_tanh, 2 multi_head_attention, 3 mlm_forward_tied.
+Solution regions, by the function they sit in: ``layer_norm``, ``gelu_tanh``,
+``multi_head_attention``, ``mlm_forward_tied``.
 ``mlm_forward_tied`` is judged on its own (with the reference helpers), so a wrong helper
 costs only its own item: the forward passes in those pitfalls.
 """
@@ -69,43 +70,43 @@ def attention(key):
     return {"multi_head_attention": key, "mlm_forward_tied": "pass"}
 
 PITFALLS = [
-    Pitfall(CH, "unbiased_variance", {0: '''
+    Pitfall(CH, "unbiased_variance", {"layer_norm": '''
 mean = x.mean(dim=-1, keepdim=True)
 return (x - mean) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps)
 '''}, {"layer_norm": "mlm.unbiased_variance", "mlm_forward_tied": "pass", "gelu_tanh": "pass"}),
-    Pitfall(CH, "eps_outside_sqrt", {0: '''
+    Pitfall(CH, "eps_outside_sqrt", {"layer_norm": '''
 mean = x.mean(dim=-1, keepdim=True)
 return (x - mean) / (x.std(dim=-1, unbiased=False, keepdim=True) + eps)
 '''}, {"layer_norm": "mlm.eps_outside", "mlm_forward_tied": "pass"}),
-    Pitfall(CH, "forbidden_layer_norm", {0: '''
+    Pitfall(CH, "forbidden_layer_norm", {"layer_norm": '''
 return torch.nn.functional.layer_norm(x, x.shape[-1:], eps=eps)
 '''}, {"layer_norm": "mlm.forbidden_layer_norm", "mlm_forward_tied": "pass", "multi_head_attention": "pass"}),
-    Pitfall(CH, "exact_gelu", {1: EXACT_GELU},
+    Pitfall(CH, "exact_gelu", {"gelu_tanh": EXACT_GELU},
             {"gelu_tanh": "mlm.exact_gelu", "mlm_forward_tied": "pass", "layer_norm": "pass"}),
-    Pitfall(CH, "forbidden_gelu", {1: '''
+    Pitfall(CH, "forbidden_gelu", {"gelu_tanh": '''
 return torch.nn.functional.gelu(x, approximate="tanh")
 '''}, {"gelu_tanh": "mlm.forbidden_gelu", "mlm_forward_tied": "pass"}),
-    Pitfall(CH, "forbidden_gelu_bound_name", {1: '''
+    Pitfall(CH, "forbidden_gelu_bound_name", {"gelu_tanh": '''
 globals().setdefault("fast_gelu", torch.nn.functional.gelu)  # bound once, in the notebook
 return fast_gelu(x, approximate="tanh")
 '''}, {"gelu_tanh": "mlm.forbidden_gelu"}),
-    Pitfall(CH, "causal_mask", {2: mha(mask="scores = scores.masked_fill(torch.ones(t, t).triu(1).bool(), float('-inf'))\n")},
+    Pitfall(CH, "causal_mask", {"multi_head_attention": mha(mask="scores = scores.masked_fill(torch.ones(t, t).triu(1).bool(), float('-inf'))\n")},
             attention("mlm.causal_mask")),
-    Pitfall(CH, "missing_scale", {2: mha(scale="")}, attention("mlm.missing_scale")),
-    Pitfall(CH, "softmax_over_queries", {2: mha(axis=-2)}, attention("mlm.softmax_axis")),
-    Pitfall(CH, "heads_without_transpose", {2: mha(
+    Pitfall(CH, "missing_scale", {"multi_head_attention": mha(scale="")}, attention("mlm.missing_scale")),
+    Pitfall(CH, "softmax_over_queries", {"multi_head_attention": mha(axis=-2)}, attention("mlm.softmax_axis")),
+    Pitfall(CH, "heads_without_transpose", {"multi_head_attention": mha(
         split="q, k, v = (h.reshape(n, num_heads, t, d_head) for h in (q, k, v))",
         merge="out = out.reshape(n, t, d)")}, attention("mlm.head_split")),
-    Pitfall(CH, "heads_strided", {2: mha(
+    Pitfall(CH, "heads_strided", {"multi_head_attention": mha(
         split="q, k, v = (h.reshape(n, t, d_head, num_heads).permute(0, 3, 1, 2) for h in (q, k, v))")},
             attention("mlm.head_split")),
-    Pitfall(CH, "forbidden_sdpa", {2: '''
+    Pitfall(CH, "forbidden_sdpa", {"multi_head_attention": '''
 n, t, d = x.shape
 split = lambda h: h.reshape(n, t, num_heads, d // num_heads).transpose(1, 2)
 out = torch.nn.functional.scaled_dot_product_attention(split(x @ w_q), split(x @ w_k), split(x @ w_v))
 return out.transpose(1, 2).reshape(n, t, d) @ w_o
 '''}, attention("mlm.forbidden_attention")),
-    Pitfall(CH, "forbidden_multihead_module", {2: '''
+    Pitfall(CH, "forbidden_multihead_module", {"multi_head_attention": '''
 d = x.shape[-1]
 attn = torch.nn.MultiheadAttention(d, num_heads, bias=False, batch_first=True)
 with torch.no_grad():
@@ -113,57 +114,57 @@ with torch.no_grad():
     attn.out_proj.weight.copy_(w_o.T)
 return attn(x, x, x, need_weights=False)[0]
 '''}, attention("mlm.forbidden_attention")),
-    Pitfall(CH, "post_ln", {3: forward(blocks='''    x = layer_norm(x + multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads))
+    Pitfall(CH, "post_ln", {"mlm_forward_tied": forward(blocks='''    x = layer_norm(x + multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads))
     x = layer_norm(x + gelu_tanh(x @ w_mlp1) @ w_mlp2)''')},
             {"mlm_forward_tied": "mlm.post_ln", "multi_head_attention": "pass"}),
-    Pitfall(CH, "separate_head", {3: forward(
+    Pitfall(CH, "separate_head", {"mlm_forward_tied": forward(
         before="head = torch.nn.Linear(w_emb.shape[1], w_emb.shape[0], bias=False)\n",
         head="head(x)")}, {"mlm_forward_tied": "mlm.separate_head"}),
-    Pitfall(CH, "not_gathered", {3: forward(out="logits_all")}, {"mlm_forward_tied": "mlm.not_gathered"}),
+    Pitfall(CH, "not_gathered", {"mlm_forward_tied": forward(out="logits_all")}, {"mlm_forward_tied": "mlm.not_gathered"}),
 
     # ---- eps: name the eps used, not "eps added to the standard deviation"
-    Pitfall(CH, "bert_eps_default", {0: LN_WITH_EPS.format(default="1e-12", eps="eps")},
+    Pitfall(CH, "bert_eps_default", {"layer_norm": LN_WITH_EPS.format(default="1e-12", eps="eps")},
             {"layer_norm": "mlm.eps_value", "mlm_forward_tied": "pass"}),
-    Pitfall(CH, "eps_argument_ignored", {0: LN_WITH_EPS.format(default="1e-5", eps="1e-5")},
+    Pitfall(CH, "eps_argument_ignored", {"layer_norm": LN_WITH_EPS.format(default="1e-5", eps="1e-5")},
             {"layer_norm": "mlm.eps_value"}),
-    Pitfall(CH, "no_eps", {0: LN_WITH_EPS.format(default="1e-5", eps="0.0")}, {"layer_norm": "mlm.eps_value"}),
+    Pitfall(CH, "no_eps", {"layer_norm": LN_WITH_EPS.format(default="1e-5", eps="0.0")}, {"layer_norm": "mlm.eps_value"}),
     Pitfall(CH, "forward_with_bert_eps",
-            {3: forward(blocks=PRE_LN.replace("layer_norm(x)", "layer_norm(x, eps=1e-12)"))},
+            {"mlm_forward_tied": forward(blocks=PRE_LN.replace("layer_norm(x)", "layer_norm(x, eps=1e-12)"))},
             {"mlm_forward_tied": "mlm.forward_eps", "layer_norm": "pass"}),
     # ---- forbidden built-ins under other names: found in the source, with the line
-    Pitfall(CH, "aten_layer_norm", {0: "return torch.ops.aten.layer_norm(x, [x.shape[-1]], None, None, eps)\n"},
+    Pitfall(CH, "aten_layer_norm", {"layer_norm": "return torch.ops.aten.layer_norm(x, [x.shape[-1]], None, None, eps)\n"},
             {"layer_norm": "mlm.forbidden_layer_norm"}),
-    Pitfall(CH, "aten_gelu", {1: 'return torch.ops.aten.gelu(x, approximate="tanh")\n'},
+    Pitfall(CH, "aten_gelu", {"gelu_tanh": 'return torch.ops.aten.gelu(x, approximate="tanh")\n'},
             {"gelu_tanh": "mlm.forbidden_gelu"}),
-    Pitfall(CH, "getattr_gelu", {1: 'return getattr(torch.ops.aten, "gelu")(x, approximate="tanh")\n'},
+    Pitfall(CH, "getattr_gelu", {"gelu_tanh": 'return getattr(torch.ops.aten, "gelu")(x, approximate="tanh")\n'},
             {"gelu_tanh": "mlm.forbidden_gelu"}),
     Pitfall(CH, "imported_gelu_alias",
-            {1: 'from torch.nn.functional import gelu as g\nreturn g(x, approximate="tanh")\n'},
+            {"gelu_tanh": 'from torch.nn.functional import gelu as g\nreturn g(x, approximate="tanh")\n'},
             {"gelu_tanh": "mlm.forbidden_gelu"}),
-    Pitfall(CH, "gelu_private_name", {1: 'return torch._C._nn.gelu(x, approximate="tanh")\n'},
+    Pitfall(CH, "gelu_private_name", {"gelu_tanh": 'return torch._C._nn.gelu(x, approximate="tanh")\n'},
             {"gelu_tanh": "mlm.forbidden_gelu"}),
     # No source shows these: the operations the call dispatched do.
-    Pitfall(CH, "gelu_by_built_string", {1: 'return getattr(torch.ops.aten, "ge" + "lu")(x, approximate="tanh")\n'},
+    Pitfall(CH, "gelu_by_built_string", {"gelu_tanh": 'return getattr(torch.ops.aten, "ge" + "lu")(x, approximate="tanh")\n'},
             {"gelu_tanh": "mlm.forbidden_gelu"}),
-    Pitfall(CH, "layer_norm_by_built_string", {0: '''
+    Pitfall(CH, "layer_norm_by_built_string", {"layer_norm": '''
 op = getattr(torch.ops.aten, "native_" + "layer_norm")
 return op(x, [x.shape[-1]], None, None, eps)[0]
 '''}, {"layer_norm": "mlm.forbidden_layer_norm"}),
     # ---- loops over heads or positions
-    Pitfall(CH, "heads_in_a_comprehension", {2: mha(
+    Pitfall(CH, "heads_in_a_comprehension", {"multi_head_attention": mha(
         split="q, k, v = (torch.stack([h[..., i * d_head:(i + 1) * d_head] for i in range(num_heads)], 1) "
               "for h in (q, k, v))")}, {"multi_head_attention": "mlm.python_loop"}),
-    Pitfall(CH, "loop_over_positions_in_layer_norm", {0: '''
+    Pitfall(CH, "loop_over_positions_in_layer_norm", {"layer_norm": '''
 rows = [(r - r.mean()) / torch.sqrt(((r - r.mean()) ** 2).mean() + eps) for r in x.reshape(-1, x.shape[-1])]
 return torch.stack(rows).reshape(x.shape)
 '''}, {"layer_norm": "mlm.python_loop"}),
-    Pitfall(CH, "gather_loop_over_positions", {3: forward(
+    Pitfall(CH, "gather_loop_over_positions", {"mlm_forward_tied": forward(
         out="torch.stack([logits_all[i, j] for i in range(input_ids.shape[0]) "
             "for j in range(input_ids.shape[1]) if mask_indicator[i, j] > 0.5])")},
             {"mlm_forward_tied": "mlm.python_loop_forward"}),
     # The loop over the blocks is the forward pass's one loop: by index, or in a nested helper
     # (each next to a mistake elsewhere, so that the notebook is still a wrong one).
-    Pitfall(CH, "blocks_by_index+loop_over_heads", {2: LOOP_OVER_HEADS, 3: '''
+    Pitfall(CH, "blocks_by_index+loop_over_heads", {"multi_head_attention": LOOP_OVER_HEADS, "mlm_forward_tied": '''
 x = w_emb[input_ids] + pos_embed
 num_blocks = blocks_weights.shape[0]
 for i in range(num_blocks):
@@ -172,7 +173,7 @@ for i in range(num_blocks):
     x = x + gelu_tanh(layer_norm(x) @ w_mlp1) @ w_mlp2
 return (x @ w_emb.T)[mask_indicator > 0.5]
 '''}, {"mlm_forward_tied": "pass", "multi_head_attention": "mlm.python_loop"}),
-    Pitfall(CH, "blocks_in_a_nested_helper+exact_gelu", {1: EXACT_GELU, 3: '''
+    Pitfall(CH, "blocks_in_a_nested_helper+exact_gelu", {"gelu_tanh": EXACT_GELU, "mlm_forward_tied": '''
 def encoder(h, layers):
     for w_q, w_k, w_v, w_o, w_mlp1, w_mlp2 in layers:
         h = h + multi_head_attention(layer_norm(h), w_q, w_k, w_v, w_o, num_heads)
@@ -182,9 +183,9 @@ x = encoder(w_emb[input_ids] + pos_embed, blocks_weights)
 return (x @ w_emb.T)[mask_indicator > 0.5]
 '''}, {"mlm_forward_tied": "pass", "gelu_tanh": "mlm.exact_gelu"}),
     # ---- one tensor, as the text says
-    Pitfall(CH, "forward_returns_a_tuple", {3: forward(out="logits_all[mask_indicator > 0.5], logits_all")},
+    Pitfall(CH, "forward_returns_a_tuple", {"mlm_forward_tied": forward(out="logits_all[mask_indicator > 0.5], logits_all")},
             {"mlm_forward_tied": "mlm.not_a_tensor"}),
-    Pitfall(CH, "gelu_returns_numpy", {1: '''
+    Pitfall(CH, "gelu_returns_numpy", {"gelu_tanh": '''
 import numpy as np
 u = x.numpy()
 return 0.5 * u * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))

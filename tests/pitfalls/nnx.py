@@ -1,7 +1,7 @@
 """Chapter 02 (Flax NNX): each pitfall the chapter teaches, as a wrong solution.
 
-Regions of solutions/02_nnx.ipynb: 0 ``TiedEmbed.__init__``, 1 ``TiedEmbed.__call__``,
-2 ``tied_io_embed``, 3 ``tied_grad_paths``.  ``tied_grad_paths`` does not use
+Solution regions, by the function they sit in: ``TiedEmbed.__init__``,
+``TiedEmbed.__call__``, ``tied_io_embed``, ``tied_grad_paths``.  ``tied_grad_paths`` does not use
 ``TiedEmbed``, so a mistake in it is paired with a mistake in the module in the same
 notebook: the items are judged apart, and the suite grades half as many notebooks.
 """
@@ -39,7 +39,7 @@ def grad_region(returned: str, loss: str = "", forward: str = "") -> str:
 
 def forward(body: str) -> dict:
     """A ``TiedEmbed.__call__`` that reads the matrix once, then runs ``body``."""
-    return {1: "matrix = self.embedding[...]\n" + body}
+    return {"TiedEmbed.__call__": "matrix = self.embedding[...]\n" + body}
 
 
 PATHS = "jnp.stack([lookup, project])"
@@ -63,38 +63,38 @@ FORWARD_RIGHT = {"TiedEmbed.params": "pass", "TiedEmbed.__call__": "pass", "tied
 
 
 PITFALLS = [
-    Pitfall("02_nnx", "two_params_and_grad_swapped", {0: f'''
+    Pitfall("02_nnx", "two_params_and_grad_swapped", {"TiedEmbed.__init__": f'''
 self.embedding = nnx.Param({DRAW})
 self.head = nnx.Param({DRAW})
-''', 1: '''
+''', "TiedEmbed.__call__": '''
 return self.embedding[...][token_ids] @ self.head[...].T
-''', 3: grad_region("jnp.stack([project, lookup])")},
+''', "tied_grad_paths": grad_region("jnp.stack([project, lookup])")},
         {"TiedEmbed.params": "nnx.param_count", "TiedEmbed.__call__": "nnx.forward_untied",
          "tied_io_embed": {"common.untied", "common.wrong_values"}, "TiedEmbed.warnings": "pass",
          "TiedEmbed.gradient": "nnx.grad_after_forward", "tied_grad_paths": "nnx.grad_swapped"}),
-    Pitfall("02_nnx", "copied_param_and_grad_total", {0: f'''
+    Pitfall("02_nnx", "copied_param_and_grad_total", {"TiedEmbed.__init__": f'''
 self.embedding = nnx.Param({DRAW})
 self.head = nnx.Param(self.embedding[...].T)
-''', 1: '''
+''', "TiedEmbed.__call__": '''
 return self.embedding[...][token_ids] @ self.head[...]
-''', 3: grad_region("jnp.stack([lookup + project, jnp.zeros_like(lookup)])")},
+''', "tied_grad_paths": grad_region("jnp.stack([lookup + project, jnp.zeros_like(lookup)])")},
         {"TiedEmbed.params": "nnx.copied_param", "TiedEmbed.__call__": "nnx.forward_untied",
          "tied_io_embed": "pass", "TiedEmbed.gradient": "nnx.grad_after_forward", "tied_grad_paths": "nnx.grad_total"}),
-    Pitfall("02_nnx", "missing_transpose_and_grad_sum", {1: '''
+    Pitfall("02_nnx", "missing_transpose_and_grad_sum", {"TiedEmbed.__call__": '''
 matrix = self.embedding[...]
 return matrix[token_ids] @ matrix
-''', 3: grad_region("jnp.stack([lookup, project])",
+''', "tied_grad_paths": grad_region("jnp.stack([lookup, project])",
                     loss="loss = lambda m: mean_cross_entropy(m(ids), targets) * len(ids)")},
         {"TiedEmbed.__call__": "nnx.missing_transpose", "tied_io_embed": "nnx.missing_transpose",
          "TiedEmbed.gradient": "nnx.missing_transpose", "TiedEmbed.params": "pass",
          "tied_grad_paths": "nnx.grad_sum_not_mean"}),
     # Worked out by hand: right but for .set, which keeps one of the repeated rows.
-    Pitfall("02_nnx", "deprecated_value_float_ids_and_grad_set", {1: '''
+    Pitfall("02_nnx", "deprecated_value_float_ids_and_grad_set", {"TiedEmbed.__call__": '''
 return self.embedding.value[token_ids] @ self.embedding.value.T
-''', 2: '''
+''', "tied_io_embed": '''
 model = TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(int(seed)))
 return model(token_ids).reshape(-1)
-''', 3: '''
+''', "tied_grad_paths": '''
 E = jnp.asarray(embedding)
 ids = jnp.asarray(token_ids, jnp.int32)
 x = E[ids]
@@ -104,30 +104,30 @@ lookup = jnp.zeros_like(E).at[ids].set(g @ E)
 return jnp.stack([lookup, g.T @ x])
 '''}, {"TiedEmbed.warnings": "nnx.deprecated_value", "TiedEmbed.__call__": "pass", "TiedEmbed.params": "pass",
        "TiedEmbed.gradient": "pass", "tied_io_embed": "nnx.float_ids", "tied_grad_paths": "nnx.grad_set_not_add"}),
-    Pitfall("02_nnx", "plain_array_and_grad_not_stacked", {0: f'''
+    Pitfall("02_nnx", "plain_array_and_grad_not_stacked", {"TiedEmbed.__init__": f'''
 self.embedding = {DRAW}
-''', 1: '''
+''', "TiedEmbed.__call__": '''
 return self.embedding[token_ids] @ self.embedding.T
-''', 3: grad_region("lookup + project")},
+''', "tied_grad_paths": grad_region("lookup + project")},
         # The forward pass is judged on its own (the grader writes its matrix into the
         # attribute); the gradient is where a plain array fails: nnx.grad never sees it.
         {"TiedEmbed.params": "nnx.not_a_param", "TiedEmbed.__call__": "pass",
          "TiedEmbed.gradient": "nnx.grad_not_a_param", "tied_io_embed": "pass",
          "tied_grad_paths": "nnx.grad_not_stacked"}),
-    Pitfall("02_nnx", "param_name_and_not_flattened", {0: f'''
+    Pitfall("02_nnx", "param_name_and_not_flattened", {"TiedEmbed.__init__": f'''
 self.table = nnx.Param({DRAW})
-''', 1: '''
+''', "TiedEmbed.__call__": '''
 return self.table[...][token_ids] @ self.table[...].T
-''', 2: '''
+''', "tied_io_embed": '''
 ids = jnp.asarray(token_ids, jnp.int32)
 return TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(int(seed)))(ids)
 '''}, {"TiedEmbed.params": "nnx.param_name", "TiedEmbed.__call__": "pass", "TiedEmbed.gradient": "pass",
        "tied_io_embed": "common.not_flattened", "tied_grad_paths": "pass"}),
-    Pitfall("02_nnx", "unscaled_init", {0: '''
+    Pitfall("02_nnx", "unscaled_init", {"TiedEmbed.__init__": '''
 self.embedding = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, d_model)))
 '''}, {"TiedEmbed.params": "common.init_std", "tied_io_embed": "nnx.init_scale", "TiedEmbed.__call__": "pass",
        "TiedEmbed.gradient": "pass"}),
-    Pitfall("02_nnx", "fixed_seed", {2: '''
+    Pitfall("02_nnx", "fixed_seed", {"tied_io_embed": '''
 ids = jnp.asarray(token_ids, jnp.int32)
 return TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(0))(ids).reshape(-1)
 '''}, {"tied_io_embed": "nnx.ignores_seed", "TiedEmbed.params": "pass"}),
@@ -135,19 +135,19 @@ return TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(0))(ids).reshape(-
     # in the module (TiedEmbed.gradient) and in the untied copy (tied_grad_paths).
     Pitfall("02_nnx", "stop_gradient_lookup_twice", {
         **forward("return jax.lax.stop_gradient(matrix)[token_ids] @ matrix.T\n"),
-        3: grad_region(PATHS, forward="return jax.lax.stop_gradient(self.lookup[...])[ids] @ self.project[...].T")},
+        "tied_grad_paths": grad_region(PATHS, forward="return jax.lax.stop_gradient(self.lookup[...])[ids] @ self.project[...].T")},
         {**FORWARD_RIGHT, "TiedEmbed.gradient": "nnx.grad_lookup_blocked", "tied_grad_paths": "nnx.grad_lookup_zero"}),
     Pitfall("02_nnx", "stop_gradient_head_twice", {
         **forward("return matrix[token_ids] @ jax.lax.stop_gradient(matrix).T\n"),
-        3: grad_region(PATHS, forward="return self.lookup[...][ids] @ jax.lax.stop_gradient(self.project[...]).T")},
+        "tied_grad_paths": grad_region(PATHS, forward="return self.lookup[...][ids] @ jax.lax.stop_gradient(self.project[...]).T")},
         {**FORWARD_RIGHT, "TiedEmbed.gradient": "nnx.grad_head_blocked", "tied_grad_paths": "nnx.grad_head_zero"}),
     # Paired with a mistake of tied_io_embed that shows before the module is called.
     Pitfall("02_nnx", "stop_gradient_both_and_float_seed", {**forward(
-        "frozen = jax.lax.stop_gradient(matrix)\nreturn frozen[token_ids] @ frozen.T\n"), 2: FLOAT_SEED},
+        "frozen = jax.lax.stop_gradient(matrix)\nreturn frozen[token_ids] @ frozen.T\n"), "tied_io_embed": FLOAT_SEED},
         {**FORWARD_RIGHT, "TiedEmbed.gradient": "nnx.grad_blocked", "tied_io_embed": "nnx.float_seed",
          "tied_grad_paths": "pass"}),
     Pitfall("02_nnx", "numpy_round_trip_and_float64", {**forward(
-        "x = jnp.asarray(np.asarray(matrix)[np.asarray(token_ids)])\nreturn x @ matrix.T\n"), 2: FLOAT64},
+        "x = jnp.asarray(np.asarray(matrix)[np.asarray(token_ids)])\nreturn x @ matrix.T\n"), "tied_io_embed": FLOAT64},
         {**FORWARD_RIGHT, "TiedEmbed.gradient": "nnx.grad_numpy", "tied_io_embed": "common.wrong_dtype"}),
     # Mistakes once called "untied": each gets its own name.
     Pitfall("02_nnx", "off_by_one_lookup", forward("return matrix[token_ids + 1] @ matrix.T\n"),
@@ -156,22 +156,22 @@ return TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(0))(ids).reshape(-
     Pitfall("02_nnx", "product_transposed", forward("return matrix @ matrix[token_ids].T\n"),
             {"TiedEmbed.__call__": "nnx.product_transposed", "tied_io_embed": "nnx.product_transposed",
              "TiedEmbed.gradient": "nnx.grad_after_forward"}),
-    Pitfall("02_nnx", "no_lookup_and_float_sizes", {**forward("return matrix @ matrix.T\n"), 2: FLOAT_SIZES},
+    Pitfall("02_nnx", "no_lookup_and_float_sizes", {**forward("return matrix @ matrix.T\n"), "tied_io_embed": FLOAT_SIZES},
             {"TiedEmbed.__call__": "nnx.no_lookup", "tied_io_embed": "nnx.float_sizes"}),
     Pitfall("02_nnx", "scaled_logits", forward("return matrix[token_ids] @ matrix.T / matrix.shape[1]\n"),
             {"TiedEmbed.__call__": "nnx.scaled", "tied_io_embed": "nnx.scaled", "TiedEmbed.params": "pass"}),
     # nnx.Embed holds a Param that nnx.state sees: tied through attend, but not at self.embedding.
-    Pitfall("02_nnx", "embed_layer", {0: '''
+    Pitfall("02_nnx", "embed_layer", {"TiedEmbed.__init__": '''
 self.embedding = nnx.Embed(vocab_size, d_model, rngs=rngs)
-''', 1: '''
+''', "TiedEmbed.__call__": '''
 return self.embedding.attend(self.embedding(token_ids))
 '''}, {"TiedEmbed.params": "nnx.param_in_submodule", "TiedEmbed.__call__": "pass", "TiedEmbed.gradient": "pass",
        "TiedEmbed.warnings": "pass", "tied_io_embed": "pass"}),
-    Pitfall("02_nnx", "variable_not_param", {0: f'''
+    Pitfall("02_nnx", "variable_not_param", {"TiedEmbed.__init__": f'''
 self.embedding = nnx.Variable({DRAW})
 '''}, {"TiedEmbed.params": "nnx.not_a_param", "TiedEmbed.__call__": "pass",
        "TiedEmbed.gradient": "nnx.grad_not_a_param", "tied_io_embed": "pass"}),
-    Pitfall("02_nnx", "divided_by_d", {0: '''
+    Pitfall("02_nnx", "divided_by_d", {"TiedEmbed.__init__": '''
 self.embedding = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, d_model)) / d_model)
 '''}, {"TiedEmbed.params": "common.init_std", "tied_io_embed": "nnx.scaled", "TiedEmbed.__call__": "pass"}),
 ]

@@ -1,7 +1,7 @@
 """Chapter 03 (PyTorch): each pitfall the chapter teaches, as a wrong solution.
 
-Regions of solutions/03_pytorch.ipynb: 0 ``tie_weights``, 1 ``TinyLM.__init__``,
-2 ``TinyLM.forward``, 3 ``tied_logits``.
+Solution regions, by the function they sit in: ``tie_weights``, ``TinyLM.__init__``,
+``TinyLM.forward``, ``tied_logits``.
 """
 from . import Pitfall
 
@@ -23,138 +23,138 @@ def tiny_forward(first_line="x = self.embed(input_ids)", last_line="return self.
 
 
 # The three exercises are independent, so one wrong notebook can carry one mistake in
-# each of them (regions 0, 1-2 and 3): fewer notebooks to grade, every key still checked.
+# each of them (``tie_weights``, ``TinyLM`` and ``tied_logits``): fewer notebooks to grade, every key still checked.
 # A broken tie in TinyLM costs TinyLM.tied only: forward and the gradient are judged with
 # the head re-tied (one mistake, its own points once).
 PITFALLS = [
     Pitfall(CH, "clone", {
-        0: CHECK + "lm_head.weight = nn.Parameter(embedding.weight.detach().clone())",
-        1: MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight.clone())",
-        3: "return h @ E.T + b",
+        "tie_weights": CHECK + "lm_head.weight = nn.Parameter(embedding.weight.detach().clone())",
+        "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight.clone())",
+        "tied_logits": "return h @ E.T + b",
     }, {"tie_weights": "pytorch.copied", "tie_weights.ValueError": "pass", "TinyLM.tied": "pytorch.copied",
         "TinyLM.forward": "pass", "TinyLM.grad": "pass", "tied_logits": "pytorch.none_bias"}),
     Pitfall(CH, "deepcopy", {
-        0: CHECK + "lm_head.weight = copy.deepcopy(embedding.weight)",
-        1: MODULES + HEAD + "self.lm_head.weight = copy.deepcopy(self.embed.weight)",
-        3: "return h @ E.T",
+        "tie_weights": CHECK + "lm_head.weight = copy.deepcopy(embedding.weight)",
+        "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight = copy.deepcopy(self.embed.weight)",
+        "tied_logits": "return h @ E.T",
     }, {"tie_weights": "pytorch.copied", "TinyLM.tied": "pytorch.copied", "TinyLM.grad": "pass",
         "tied_logits": "pytorch.bias_ignored"}),
     Pitfall(CH, "transposed", {
-        0: "lm_head.weight = nn.Parameter(embedding.weight.T)",
-        1: MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight.T)",
-        3: "logits = h @ E\nreturn logits if b is None else logits + b",
+        "tie_weights": "lm_head.weight = nn.Parameter(embedding.weight.T)",
+        "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight.T)",
+        "tied_logits": "logits = h @ E\nreturn logits if b is None else logits + b",
     }, {"tie_weights": "pytorch.transposed", "tie_weights.ValueError": "pytorch.no_shape_check",
         "TinyLM.tied": "pytorch.transposed", "TinyLM.forward": "pass", "TinyLM.grad": "pass",
         "tied_logits": "pytorch.missing_transpose"}),
     Pitfall(CH, "data_alias", {
-        0: CHECK + "lm_head.weight.data = embedding.weight.data",
-        1: MODULES + HEAD + "self.lm_head.weight.data = self.embed.weight.data",
-        3: "logits = torch.mm(h, E.T)\nreturn logits if b is None else logits + b",
+        "tie_weights": CHECK + "lm_head.weight.data = embedding.weight.data",
+        "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight.data = self.embed.weight.data",
+        "tied_logits": "logits = torch.mm(h, E.T)\nreturn logits if b is None else logits + b",
     }, {"tie_weights": "pytorch.data_alias", "tie_weights.ValueError": "pass", "TinyLM.tied": "pytorch.data_alias",
         "TinyLM.forward": "pass", "TinyLM.grad": "pass", "tied_logits": "pytorch.mm_2d"}),
     Pitfall(CH, "untied", {
-        0: "pass",
-        1: MODULES + HEAD,
-        3: "logits = h.reshape(-1, E.shape[1]) @ E.T\nreturn logits if b is None else logits + b",
+        "tie_weights": "pass",
+        "TinyLM.__init__": MODULES + HEAD,
+        "tied_logits": "logits = h.reshape(-1, E.shape[1]) @ E.T\nreturn logits if b is None else logits + b",
     }, {"tie_weights": "pytorch.not_tied", "tie_weights.ValueError": "pytorch.no_shape_check",
         "TinyLM.tied": "pytorch.not_tied", "TinyLM.forward": "pass", "TinyLM.grad": "pass",
         "tied_logits": "pytorch.leading_shape"}),
     Pitfall(CH, "copied_values", {
-        0: CHECK + "with torch.no_grad():\n    lm_head.weight.copy_(embedding.weight)",
-        1: MODULES + HEAD + "self.lm_head.weight = self.embed.weight\n" + HEAD,  # tied, then replaced
+        "tie_weights": CHECK + "with torch.no_grad():\n    lm_head.weight.copy_(embedding.weight)",
+        "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight = self.embed.weight\n" + HEAD,  # tied, then replaced
     }, {"tie_weights": "pytorch.copied", "TinyLM.tied": "pytorch.not_tied", "TinyLM.grad": "pass",
         "tied_logits": "pass"}),
     Pitfall(CH, "wrong_direction", {
-        0: CHECK + "embedding.weight = lm_head.weight",
-        1: MODULES + "self.lm_head = nn.Linear(d_model, vocab_size)\nself.lm_head.weight = self.embed.weight",
+        "tie_weights": CHECK + "embedding.weight = lm_head.weight",
+        "TinyLM.__init__": MODULES + "self.lm_head = nn.Linear(d_model, vocab_size)\nself.lm_head.weight = self.embed.weight",
     }, {"tie_weights": "pytorch.wrong_direction", "TinyLM.tied": "pytorch.head_bias",
         "TinyLM.forward": "pass", "TinyLM.grad": "pass"}),
     Pitfall(CH, "dropped_bias", {
-        0: CHECK + "lm_head.weight = embedding.weight\nlm_head.bias = None",
-        1: MODULES.replace("self.embed", "self.wte") + HEAD + "self.lm_head.weight = self.wte.weight",
-        2: tiny_forward("x = self.wte(input_ids)"),
+        "tie_weights": CHECK + "lm_head.weight = embedding.weight\nlm_head.bias = None",
+        "TinyLM.__init__": MODULES.replace("self.embed", "self.wte") + HEAD + "self.lm_head.weight = self.wte.weight",
+        "TinyLM.forward": tiny_forward("x = self.wte(input_ids)"),
     }, {"tie_weights": "pytorch.bias_dropped", **dict.fromkeys(TINY, "pytorch.module_names")}),
     Pitfall(CH, "unchecked", {
-        0: "lm_head.weight = embedding.weight",
-        2: tiny_forward(last_line="return self.lm_head(x)"),
+        "tie_weights": "lm_head.weight = embedding.weight",
+        "TinyLM.forward": tiny_forward(last_line="return self.lm_head(x)"),
     }, {"tie_weights": "pass", "tie_weights.ValueError": "pytorch.no_shape_check", "TinyLM.tied": "pass",
         "TinyLM.forward": "pytorch.ln_f_unused", "TinyLM.grad": "pass"}),
     Pitfall(CH, "assert_shape", {
-        0: "assert lm_head.weight.shape == embedding.weight.shape\nlm_head.weight = embedding.weight",
-        2: tiny_forward(last_line="return self.lm_head(self.ln_f(x)) / 2"),
+        "tie_weights": "assert lm_head.weight.shape == embedding.weight.shape\nlm_head.weight = embedding.weight",
+        "TinyLM.forward": tiny_forward(last_line="return self.lm_head(self.ln_f(x)) / 2"),
     }, {"tie_weights": "pass", "tie_weights.ValueError": "pytorch.wrong_exception",
         "TinyLM.forward": "pytorch.logits_not_tied"}),
     Pitfall(CH, "tied_before_check", {
-        0: "lm_head.weight = embedding.weight\n" + CHECK.replace("lm_head.weight.shape", "(lm_head.out_features, lm_head.in_features)"),
-        1: MODULES + "self.tok = nn.Embedding(vocab_size, d_model)\n" + HEAD + "self.lm_head.weight = self.embed.weight",
-        2: tiny_forward("x = self.tok(input_ids)"),
+        "tie_weights": "lm_head.weight = embedding.weight\n" + CHECK.replace("lm_head.weight.shape", "(lm_head.out_features, lm_head.in_features)"),
+        "TinyLM.__init__": MODULES + "self.tok = nn.Embedding(vocab_size, d_model)\n" + HEAD + "self.lm_head.weight = self.embed.weight",
+        "TinyLM.forward": tiny_forward("x = self.tok(input_ids)"),
     }, {"tie_weights": "pass", "tie_weights.ValueError": "pytorch.tied_before_check",
         "TinyLM.tied": "pass", "TinyLM.forward": "pass", "TinyLM.grad": "pytorch.lookup_not_embed"}),
     Pitfall(CH, "empty_message", {
-        0: CHECK.replace('f"cannot tie {tuple(lm_head.weight.shape)} with {tuple(embedding.weight.shape)}"', "")
+        "tie_weights": CHECK.replace('f"cannot tie {tuple(lm_head.weight.shape)} with {tuple(embedding.weight.shape)}"', "")
            + "lm_head.weight = embedding.weight",
-        1: MODULES + HEAD + "self.lm_head.weight = self.embed.weight\nself.W = self.embed.weight  # a third name",
+        "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight = self.embed.weight\nself.W = self.embed.weight  # a third name",
     }, {"tie_weights": "pass", "tie_weights.ValueError": "pytorch.empty_message", "TinyLM.tied": "pytorch.param_count",
         "TinyLM.forward": "pass", "TinyLM.grad": "pass"}),
     Pitfall(CH, "check_against_transpose", {
-        0: CHECK.replace("embedding.weight.shape:", "embedding.weight.T.shape:") + "lm_head.weight = embedding.weight",
+        "tie_weights": CHECK.replace("embedding.weight.shape:", "embedding.weight.T.shape:") + "lm_head.weight = embedding.weight",
         # "keeps the head in sync" by giving it a fresh copy at every call: tied only until the first forward
-        2: tiny_forward(last_line="logits = self.lm_head(self.ln_f(x))\n"
+        "TinyLM.forward": tiny_forward(last_line="logits = self.lm_head(self.ln_f(x))\n"
                                   "self.lm_head.weight = nn.Parameter(self.embed.weight.detach().clone())\nreturn logits"),
     }, {"tie_weights": "pytorch.refused_matching", "tie_weights.ValueError": "pytorch.no_shape_check",
         "TinyLM.tied": "pytorch.untied_by_step", "TinyLM.forward": "pass", "TinyLM.grad": "pass"}),
     # Issue 14: promises of the text that no check enforced, and a mistake that was misnamed.
     Pitfall(CH, "new_parameter_and_detached", {
-        0: CHECK + "lm_head.weight = nn.Parameter(embedding.weight)",
-        1: MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight)",
-        3: "logits = h @ E.T\nreturn (logits if b is None else logits + b).detach()",
+        "tie_weights": CHECK + "lm_head.weight = nn.Parameter(embedding.weight)",
+        "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight)",
+        "tied_logits": "logits = h @ E.T\nreturn (logits if b is None else logits + b).detach()",
     }, {"tie_weights": "pytorch.new_parameter", "tie_weights.ValueError": "pass",
         "TinyLM.tied": "pytorch.new_parameter", "TinyLM.forward": "pass", "TinyLM.grad": "pass",
         "tied_logits": "pytorch.logits_detached"}),
     Pitfall(CH, "message_without_shapes_and_plain_list", {
-        0: CHECK.replace('f"cannot tie {tuple(lm_head.weight.shape)} with {tuple(embedding.weight.shape)}"',
+        "tie_weights": CHECK.replace('f"cannot tie {tuple(lm_head.weight.shape)} with {tuple(embedding.weight.shape)}"',
                          '"the shapes do not match"') + "lm_head.weight = embedding.weight",
-        1: MODULES.replace("nn.ModuleList(Block(d_model) for _ in range(n_layers))",
+        "TinyLM.__init__": MODULES.replace("nn.ModuleList(Block(d_model) for _ in range(n_layers))",
                            "[Block(d_model) for _ in range(n_layers)]") + HEAD + "self.lm_head.weight = self.embed.weight",
-        3: "logits = h.double() @ E.double().T\nreturn logits if b is None else logits + b",
+        "tied_logits": "logits = h.double() @ E.double().T\nreturn logits if b is None else logits + b",
     }, {"tie_weights": "pass", "tie_weights.ValueError": "pytorch.message_without_shapes",
         "TinyLM.tied": "pytorch.blocks_not_registered", "TinyLM.forward": "pass", "TinyLM.grad": "pass",
         "tied_logits": "common.wrong_dtype"}),
     Pitfall(CH, "one_shape_named_and_layers_ignored", {
-        0: CHECK.replace('f"cannot tie {tuple(lm_head.weight.shape)} with {tuple(embedding.weight.shape)}"',
+        "tie_weights": CHECK.replace('f"cannot tie {tuple(lm_head.weight.shape)} with {tuple(embedding.weight.shape)}"',
                          'f"lm_head.weight has shape {tuple(lm_head.weight.shape)}"') + "lm_head.weight = embedding.weight",
-        1: MODULES.replace("range(n_layers)", "range(2)") + HEAD + "self.lm_head.weight = self.embed.weight",
-        3: "logits = torch.from_numpy(h.detach().numpy() @ E.detach().numpy().T)\n"
+        "TinyLM.__init__": MODULES.replace("range(n_layers)", "range(2)") + HEAD + "self.lm_head.weight = self.embed.weight",
+        "tied_logits": "logits = torch.from_numpy(h.detach().numpy() @ E.detach().numpy().T)\n"
            "return logits if b is None else logits + b",
     }, {"tie_weights.ValueError": "pytorch.message_without_shapes", "TinyLM.tied": "pytorch.block_count",
         "TinyLM.forward": "pass", "TinyLM.grad": "pass", "tied_logits": "pytorch.logits_detached"}),
     Pitfall(CH, "bias_replaced_and_first_block_only", {
-        0: CHECK + "lm_head.weight = embedding.weight\n"
+        "tie_weights": CHECK + "lm_head.weight = embedding.weight\n"
                    "lm_head.bias = nn.Parameter(torch.zeros(lm_head.out_features))",
-        2: tiny_forward().replace("for block in self.blocks:\n    x = block(x)", "x = self.blocks[0](x)"),
-        3: "return torch.from_numpy(h.numpy() @ E.numpy().T + (0 if b is None else b.numpy()))",
+        "TinyLM.forward": tiny_forward().replace("for block in self.blocks:\n    x = block(x)", "x = self.blocks[0](x)"),
+        "tied_logits": "return torch.from_numpy(h.numpy() @ E.numpy().T + (0 if b is None else b.numpy()))",
     }, {"tie_weights": "pytorch.bias_changed", "tie_weights.ValueError": "pass", "TinyLM.tied": "pass",
         "TinyLM.forward": "pytorch.blocks_unused", "TinyLM.grad": "pass", "tied_logits": "pytorch.numpy_round_trip"}),
     Pitfall(CH, "embedding_reinitialised_and_short_positions", {
-        0: CHECK + "nn.init.normal_(embedding.weight)\nlm_head.weight = embedding.weight",
-        1: MODULES.replace("nn.Embedding(MAX_LEN, d_model)", "nn.Embedding(16, d_model)") + HEAD
+        "tie_weights": CHECK + "nn.init.normal_(embedding.weight)\nlm_head.weight = embedding.weight",
+        "TinyLM.__init__": MODULES.replace("nn.Embedding(MAX_LEN, d_model)", "nn.Embedding(16, d_model)") + HEAD
            + "self.lm_head.weight = self.embed.weight",
-        3: "logits = h @ E.T\nreturn (logits if b is None else logits + b).detach().numpy()",
+        "tied_logits": "logits = h @ E.T\nreturn (logits if b is None else logits + b).detach().numpy()",
     }, {"tie_weights": "pytorch.embedding_changed", "TinyLM.tied": "pass",
         "TinyLM.forward": "pytorch.index_out_of_range", "TinyLM.grad": "pass", "tied_logits": "pytorch.not_a_tensor"}),
     Pitfall(CH, "identity_ln_f_and_bias_added_to_biasless_head", {
-        0: CHECK + "lm_head.weight = embedding.weight\n"
+        "tie_weights": CHECK + "lm_head.weight = embedding.weight\n"
                    "if lm_head.bias is None:\n    lm_head.bias = nn.Parameter(torch.zeros(lm_head.out_features))",
-        1: MODULES.replace("nn.LayerNorm(d_model)", "nn.Identity()") + HEAD + "self.lm_head.weight = self.embed.weight",
+        "TinyLM.__init__": MODULES.replace("nn.LayerNorm(d_model)", "nn.Identity()") + HEAD + "self.lm_head.weight = self.embed.weight",
     }, {"tie_weights": "pytorch.bias_changed", "TinyLM.tied": "pytorch.module_kind",
         "TinyLM.forward": "pass", "TinyLM.grad": "pass", "tied_logits": "pass"}),
     Pitfall(CH, "projection_detached", {
-        2: tiny_forward(last_line="return self.ln_f(x) @ self.embed.weight.detach().T"),
+        "TinyLM.forward": tiny_forward(last_line="return self.ln_f(x) @ self.embed.weight.detach().T"),
     }, {"tie_weights": "pass", "TinyLM.tied": "pass", "TinyLM.forward": "pass",
         "TinyLM.grad": "pytorch.projection_detached"}),
     Pitfall(CH, "float64_logits_and_E_detached", {
-        2: tiny_forward(last_line="return self.lm_head(self.ln_f(x)).double()"),
-        3: "logits = h @ E.detach().T\nreturn logits if b is None else logits + b",
+        "TinyLM.forward": tiny_forward(last_line="return self.lm_head(self.ln_f(x)).double()"),
+        "tied_logits": "logits = h @ E.detach().T\nreturn logits if b is None else logits + b",
     }, {"TinyLM.tied": "pass", "TinyLM.forward": "common.wrong_dtype", "TinyLM.grad": "pass",
         "tied_logits": "pytorch.logits_detached"}),
 ]
