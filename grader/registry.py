@@ -10,9 +10,15 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Callable
+
+
+# Who sees what of a case, with Gradescope's words: "visible" (a worked example, in the
+# notebook), "hidden" (its inputs never shown; a failure names its sizes and the mistake),
+# "after_due_date" (hidden, and on Gradescope even the mistake waits for the due date).
+VISIBILITIES = ("visible", "hidden", "after_due_date")
 
 
 @dataclass(frozen=True)
@@ -22,12 +28,21 @@ class Case:
     ``label`` is a catalog key (``case.worked_example``, ``case.hidden``, or a chapter's
     own ``<chapter>.case_*``) and ``shown`` fills its placeholders: the sizes, so that a
     student whose hidden case fails can build a similar public one, never the inputs.
+    ``visibility`` is one of ``VISIBILITIES``: "visible" for a public case, "hidden" for
+    the others unless the chapter says "after_due_date".
     """
 
     label: str
     args: dict
     public: bool = False
     shown: dict = field(default_factory=dict)
+    visibility: str = ""
+
+    def __post_init__(self):
+        visibility = self.visibility or ("visible" if self.public else "hidden")
+        if visibility not in VISIBILITIES or (visibility == "visible") != self.public:
+            raise ValueError(f"case {self.label}: visibility {visibility!r} with public={self.public}")
+        object.__setattr__(self, "visibility", visibility)
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,13 @@ class Item:
     errors: tuple[ErrorPattern, ...] = ()
     symbol: str = ""  # the name looked up in the namespace; defaults to ``name``
     promises: tuple[Promise, ...] = ()  # every promise of the exercise's text, with its check
+
+    def __post_init__(self):
+        # A case of positional arguments, ``{"args": [...]}``, is a call of the item's own
+        # function: the item names it (``fn``) for the probe, so no case repeats it.
+        drawn = self.cases
+        named = lambda case: replace(case, args={"fn": self.target, **case.args}) if "args" in case.args else case
+        object.__setattr__(self, "cases", lambda: [named(case) for case in drawn()])
 
     @property
     def target(self) -> str:

@@ -9,6 +9,7 @@ mistakes in NumPy.
 
 Every item's fact carries the source of the student's function, raw: the exercise asks
 for plain NumPy, and ``grader.source_checks`` finds a framework in it, with its line.
+One block per exercise below, in the notebook's order; each ends with its ``Item``.
 """
 from __future__ import annotations
 
@@ -19,13 +20,8 @@ from ..cases import hidden_rng
 from ..judge import close, compare_arrays, describe_shape, matches_reference
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
-INIT_STD = 0.02
 LN_EPS = 1e-5
-# Rows of E with entries of std d^(-1/4) give logits of order one after a lookup, so
-# the softmax is neither uniform nor one-hot and every gradient entry matters.
 MINI_GPT = (32, 64, 64)  # (T, V, d) of the book's Mini-GPT
-SAMPLE_DRAWS, SAMPLE_REPEAT = 3000, 40
-P_VALUE = 1e-6  # a right sampler fails a frequency test this rarely
 
 
 def _torch():
@@ -34,15 +30,51 @@ def _torch():
     return torch
 
 
-# ---------------------------------------------------------------- cross_entropy_from_logits
+def _softmax(z):
+    z = z - z.max(-1, keepdims=True)
+    return np.exp(z) / np.exp(z).sum(-1, keepdims=True)
+
+
+# ---------------------------------------------------------------- plain NumPy, promised by every exercise
+
+# What the exercise rules out: "in plain NumPy", no framework and no ready-made softmax.
+FRAMEWORKS = {"torch", "jax", "jaxlib", "flax", "tensorflow", "scipy", "sklearn"}
+PLAIN_NUMPY = Promise("in plain NumPy (no framework)", "source check of the function and its notebook helpers: "
+                      "an import or a global bound to torch, jax, flax, tensorflow, scipy or sklearn is "
+                      "gpt_head.framework_used, with its line")
+
+
+def framework_finding(code: dict) -> Finding | None:
+    """A framework imported or used in the student's function or its notebook helpers,
+    named with its line (or with the global name bound to it when no source is readable)."""
+    for name, facts in code.items():
+        bound = {g: str(what.get("module", "")) for g, what in (facts.get("globals") or {}).items()
+                 if isinstance(what, dict) and str(what.get("module", "")).split(".")[0] in FRAMEWORKS}
+        uses = source_checks.module_uses(facts.get("source"), name, FRAMEWORKS, bound)
+        if uses:
+            return Finding("gpt_head.framework_used", {"module": uses[0].what, "line": uses[0].where})
+        if bound:
+            return Finding("gpt_head.framework_used", {"module": next(iter(bound.values()))})
+    return None
+
+
+def numpy_only(judge, unwrap: bool = True):
+    """The item's judge, after the check that its code is plain NumPy; ``unwrap``: the
+    judge gets the function's result, not the whole fact."""
+    def checked(case, value, ref):
+        if not isinstance(value, dict) or "code" not in value or ("out" not in value and unwrap):
+            return Finding("common.not_judged", {"reason": "the probe's record has no result"})
+        finding = framework_finding(value.get("code") or {})
+        if finding is not None:
+            return finding
+        return judge(case, value["out"] if unwrap else value, ref)
+    return checked
+
+
+# ---------------------------------------------------------------- cross_entropy_from_logits(logits, targets) -> loss
 
 CE_LOGITS = np.array([[2.0, 1.0, 0.1], [0.5, 2.5, -1.0]])
 CE_TARGETS = np.array([0, 2])
-
-
-def _tv(logits) -> dict:
-    t, v = np.shape(logits)
-    return {"shape": f"T={t}, V={v}"}
 
 
 def ce_cases() -> list[Case]:
@@ -50,7 +82,8 @@ def ce_cases() -> list[Case]:
     hidden cases to the edges: one position, one token in the vocabulary, int32
     targets, and logits of magnitude 1e4 every way."""
     def case(label, logits, targets, public=False):
-        return Case(label, {"fn": "cross_entropy_from_logits", "args": [logits, targets]}, public, _tv(logits))
+        t, v = np.shape(logits)
+        return Case(label, {"args": [logits, targets]}, public, {"shape": f"T={t}, V={v}"})
 
     found = [case("case.worked_example", logits, targets, True) for logits, targets in (
         (np.zeros((3, 5)), [0, 1, 4]), (CE_LOGITS + 1e4, CE_TARGETS), (CE_LOGITS, CE_TARGETS),
@@ -86,8 +119,8 @@ def _same(value, wrong) -> bool:
     return bool(np.all(np.isclose(value, wrong, rtol=1e-6, atol=1e-8, equal_nan=True) | (value == wrong)))
 
 
-def _ce_variants(case: Case) -> dict:
-    """The loss as each known mistake computes it (NumPy float64, warnings off)."""
+def _ce_unstable(case: Case) -> dict:
+    """The loss as each numerically unstable mistake computes it (NumPy float64, warnings off)."""
     logits, targets = case.args["args"]
     x, t = np.asarray(logits, np.float64), np.asarray(targets, int)
     rows = np.arange(len(t))
@@ -101,12 +134,10 @@ def _ce_variants(case: Case) -> dict:
         }
 
 
-def _ce_unshifted(case: Case, value) -> bool:
-    return not np.all(np.isfinite(value)) and any(_same(value, w) for w in _ce_variants(case)["unshifted"])
-
-
-def _ce_log_of_softmax(case: Case, value) -> bool:
-    return not np.all(np.isfinite(value)) and any(_same(value, w) for w in _ce_variants(case)["log_of_softmax"])
+def _ce_is(mistake: str):
+    """A symptom test: an infinite or NaN loss, as ``mistake`` computes it."""
+    return lambda case, value: not np.all(np.isfinite(value)) and any(
+        _same(value, wrong) for wrong in _ce_unstable(case)[mistake])
 
 
 def _ce_summed(case: Case, value) -> bool:
@@ -120,9 +151,41 @@ def _ce_not_averaged(case: Case, value) -> bool:
     return value.shape == (t,) and t > 1 and close(np.mean(value), reference_ce(case), 1e-5, 1e-7)
 
 
-# ---------------------------------------------------------------- tied_head_forward
+CROSS_ENTROPY = Item(
+    name="cross_entropy_from_logits", points=2, probe="numpy_call",
+    promises=(
+        Promise("cross_entropy_from_logits(logits, targets), logits (T, V), integer targets (T,)",
+                "cases T 1-12, V 1-64; targets int64, int32 and, as the notebook passes them, a list"),
+        Promise("returns the mean over the T positions of -log softmax(logits[t])[targets[t]]",
+                "values (rtol 1e-5); symptoms gpt_head.loss_summed, gpt_head.loss_not_averaged"),
+        Promise("as one number", "the reference is 0-d: a (T,) array is gpt_head.loss_not_averaged, any other "
+                "shape common.wrong_shape"),
+        Promise("finite for logits of magnitude 1e4: never exponentiate a logit as it is",
+                "the notebook's 1e4 calls (public), hidden cases near +1e4, near -1e4 and of spread 1e4; symptoms "
+                "gpt_head.unshifted_softmax, gpt_head.log_of_softmax"),
+        PLAIN_NUMPY,
+    ),
+    cases=ce_cases, reference=reference_ce,
+    judge=numpy_only(matches_reference((
+        # A spread of 1e4 makes both mistakes infinite; the unshifted one has
+        # already failed on the earlier case of logits near +1e4.
+        Symptom("gpt_head.log_of_softmax", _ce_is("log_of_softmax")),
+        Symptom("gpt_head.unshifted_softmax", _ce_is("unshifted")),
+        Symptom("gpt_head.loss_summed", _ce_summed),
+        Symptom("gpt_head.loss_not_averaged", _ce_not_averaged),
+    ), rtol=1e-5, atol=1e-7)),
+)
+
+
+# ---------------------------------------------------------------- tied_head_forward(tokens, E) -> logits (T, V)
+
+INIT_STD = 0.02
+FWD_PUBLIC_TOKENS = [0, 3, 3, 5]
+
 
 def _matrix(rng, v, d, std=None):
+    # Rows of E with entries of std d^(-1/4) give logits of order one after a lookup, so
+    # the softmax is neither uniform nor one-hot and every gradient entry matters.
     return rng.normal(0.0, d ** -0.25 if std is None else std, (v, d))
 
 
@@ -134,36 +197,24 @@ def _tokens(rng, t, v) -> np.ndarray:
     return ids.astype(np.int64)
 
 
-FWD_PUBLIC_TOKENS = [0, 3, 3, 5]
-
-
 def forward_cases() -> list[Case]:
     rng = np.random.default_rng(0)
     public_e = rng.normal(0.0, INIT_STD, (6, 4))
-    found = [Case("case.worked_example", {"fn": "tied_head_forward", "args": [np.asarray(FWD_PUBLIC_TOKENS), public_e]},
-                  True, {"shape": "T=4, V=6, d=4"})]
+    found = [Case("case.worked_example", {"args": [np.asarray(FWD_PUBLIC_TOKENS), public_e]}, True,
+                  {"shape": "T=4, V=6, d=4"})]
     rng = hidden_rng("04_gpt_head/tied_head_forward")
     for t, v, d in ((1, 7, 5), (9, 16, 16), (12, 50, 8), (5, 3, 8), MINI_GPT, (64, 64, 64)):
         std = INIT_STD if v == 50 else None
         args = [_tokens(rng, t, v), _matrix(rng, v, d, std)]
-        found.append(Case("case.hidden", {"fn": "tied_head_forward", "args": args}, shown={"shape": f"T={t}, V={v}, d={d}"}))
+        found.append(Case("case.hidden", {"args": args}, shown={"shape": f"T={t}, V={v}, d={d}"}))
     return found
 
 
-def _ln(x):
-    torch = _torch()
-    x = torch.tensor(np.asarray(x, np.float64))
-    return torch.nn.functional.layer_norm(x, x.shape[-1:], eps=LN_EPS).numpy()
-
-
 def reference_forward(case: Case) -> np.ndarray:
+    torch = _torch()
     tokens, e = case.args["args"]
-    return _ln(e[tokens]) @ e.T
-
-
-def _softmax(z):
-    z = z - z.max(-1, keepdims=True)
-    return np.exp(z) / np.exp(z).sum(-1, keepdims=True)
+    x = torch.tensor(np.asarray(e[tokens], np.float64))
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], eps=LN_EPS).numpy() @ e.T
 
 
 def _fwd_softmax_inside(case: Case, value) -> bool:
@@ -195,21 +246,47 @@ def _fwd_layernorm_variant(case: Case, value) -> bool:
         return any(close(value, y @ e.T, 1e-4, 1e-7) for y in _ln_variants(e[tokens]))
 
 
-# ---------------------------------------------------------------- tied_embedding_grad
+FORWARD = Item(
+    name="tied_head_forward", points=2, probe="numpy_call",
+    promises=(
+        Promise("tied_head_forward(tokens, E), E (V, d)", "cases T 1-64, V 3-64, d 4-64, V < d and V > d, "
+                "repeated ids"),
+        Promise("look the ids up in E", "values; symptom gpt_head.missing_layernorm names a lookup without the norm"),
+        Promise("final LayerNorm without affine parameters, (x - mean) / sqrt(var + 1e-5), last axis, population "
+                "variance", "symptom gpt_head.layernorm_variant (no eps, eps outside the root, ddof=1, wrong axis, "
+                "no root)"),
+        Promise("project with the transpose of the same E", "the worked example has V != d: x @ E raises, and that "
+                "matmul error is gpt_head.projection_shapes, in this item only"),
+        Promise("returns logits of shape (T, V), not probabilities", "symptom gpt_head.softmax_in_forward; "
+                "common.wrong_shape"),
+        PLAIN_NUMPY,
+    ),
+    cases=forward_cases, reference=reference_forward,
+    judge=numpy_only(matches_reference((
+        Symptom("gpt_head.softmax_in_forward", _fwd_softmax_inside),
+        Symptom("gpt_head.missing_layernorm", _fwd_no_layernorm),
+        Symptom("gpt_head.layernorm_variant", _fwd_layernorm_variant),
+    ), rtol=1e-5, atol=1e-7)),
+    # Shapes that do not line up in a matrix product: here, a projection by E, not E.T.
+    errors=(ErrorPattern("gpt_head.projection_shapes", r"ValueError", r"mismatch in its core dimension"),),
+)
+
+
+# ---------------------------------------------------------------- tied_embedding_grad(tokens, targets, E) -> the two paths
 
 GRAD_PUBLIC = dict(tokens=[1, 0, 1], targets=[0, 2, 3], vocab=5, d=3)
+GRAD_RTOL, GRAD_ATOL = 1e-5, 1e-9
 
 
 def grad_cases() -> list[Case]:
     rng = np.random.default_rng(1)
     e = rng.normal(0.0, 1.0, (GRAD_PUBLIC["vocab"], GRAD_PUBLIC["d"]))
-    found = [Case("case.worked_example", {"fn": "tied_embedding_grad", "args": [
+    found = [Case("case.worked_example", {"args": [
         np.asarray(GRAD_PUBLIC["tokens"]), np.asarray(GRAD_PUBLIC["targets"]), e]}, True, {"shape": "T=3, V=5, d=3"})]
     rng = hidden_rng("04_gpt_head/tied_embedding_grad")
     for t, v, d in ((1, 6, 4), (10, 12, 12), (20, 9, 5), (6, 40, 8), (7, 3, 8), MINI_GPT):
         args = [_tokens(rng, t, v), rng.integers(0, v, t).astype(np.int64), _matrix(rng, v, d)]
-        found.append(Case("case.hidden", {"fn": "tied_embedding_grad", "args": args},
-                          shown={"shape": f"T={t}, V={v}, d={d}"}))
+        found.append(Case("case.hidden", {"args": args}, shown={"shape": f"T={t}, V={v}, d={d}"}))
     return found
 
 
@@ -225,17 +302,13 @@ def reference_grads(case: Case) -> tuple[np.ndarray, np.ndarray]:
     return a.grad.numpy(), b.grad.numpy()
 
 
-def _hand_parts(case: Case):
-    """dL/dlogits and dL/dX of the same loss, by the chain rule, for the symptoms."""
+def _hand_dx(case: Case):
+    """dL/dX of the same loss, by the chain rule: what flows back into the looked-up rows."""
     tokens, targets, e = case.args["args"]
-    x = e[tokens]
-    g = _softmax(x @ e.T)
+    g = _softmax(e[tokens] @ e.T)
     g[np.arange(len(tokens)), targets] -= 1.0
     g /= len(tokens)
-    return g, g @ e
-
-
-GRAD_RTOL, GRAD_ATOL = 1e-5, 1e-9
+    return g @ e
 
 
 def _pair(value):
@@ -272,7 +345,7 @@ def judge_grads(case: Case, value, ref) -> Finding | None:
         return None
     ok = lambda got, want: close(got, want, GRAD_RTOL, GRAD_ATOL)
     ref_lookup, ref_head = ref
-    _, dx = _hand_parts(case)
+    dx = _hand_dx(case)
     full = lookup.shape == e.shape and head.shape == e.shape
     if full and ok(lookup, ref_head) and ok(head, ref_lookup):
         return Finding("gpt_head.grads_swapped")
@@ -300,9 +373,32 @@ def judge_grads(case: Case, value, ref) -> Finding | None:
     return finding
 
 
-# ---------------------------------------------------------------- sample_next
+GRADIENT = Item(
+    name="tied_embedding_grad", points=4, probe="numpy_call",
+    promises=(
+        Promise("loss = cross_entropy(E[tokens] @ E.T, targets), the mean over positions",
+                "references: PyTorch autograd of the untied loss at A = B = E; symptom gpt_head.grad_summed"),
+        Promise("return them as a pair (grad_lookup, grad_head)", "gpt_head.grad_pair, gpt_head.grad_total, "
+                "gpt_head.grads_swapped, gpt_head.grads_mixed"),
+        Promise("both of shape (V, d)", "common.wrong_shape; gpt_head.lookup_not_scattered for (T, d)"),
+        Promise("grad_head = G.T @ X", "symptoms gpt_head.head_transposed, gpt_head.missing_head"),
+        Promise("grad_lookup: each row of G @ E added into its token's row; repeated tokens receive both rows, "
+                "absent tokens zeros", "cases with repeated and absent ids (every hidden case has a repeat); "
+                "symptoms gpt_head.overwritten_rows, gpt_head.missing_lookup"),
+        Promise("G = (softmax(logits) - onehot(targets)) / T", "symptom gpt_head.grad_sign"),
+        PLAIN_NUMPY,
+    ),
+    cases=grad_cases, reference=reference_grads, judge=numpy_only(judge_grads),
+    # Shapes that do not line up in a matrix product: here, a gradient multiplied the wrong way.
+    errors=(ErrorPattern("gpt_head.grad_shapes", r"ValueError", r"mismatch in its core dimension"),),
+)
+
+
+# ---------------------------------------------------------------- sample_next(logits, temperature, rng) -> a token id
 
 SAMPLE_PUBLIC = [2.0, 1.0, 0.5, -1.0]
+SAMPLE_DRAWS, SAMPLE_REPEAT = 3000, 40
+P_VALUE = 1e-6  # a right sampler fails a frequency test this rarely
 
 
 def sample_cases() -> list[Case]:
@@ -325,18 +421,6 @@ def sample_cases() -> list[Case]:
         case("gpt_head.case_logits_high", 1e4 + np.array([0.2, -0.4, 0.9, 0.0, -1.0]), 1.0, seed()),
         case("gpt_head.case_logits_low", -1e4 + np.array([0.2, -0.4, 0.9, 0.0, -1.0]), 1.0, seed()),
         case("case.hidden", [0.3, 2.1, -0.7, 1.9, 0.0, 1.2], 1e-4, seed()),
-    ]
-
-
-def greedy_cases() -> list[Case]:
-    def case(label, logits, temperature, public=False):
-        return Case(label, {"logits": np.asarray(logits, np.float64), "temperature": temperature, "seed": 3,
-                            "n": 20, "repeat": 0}, public, {"shape": f"V={len(logits)}, τ={temperature!r}"})
-
-    return [
-        case("case.worked_example", SAMPLE_PUBLIC, 0.0, public=True),
-        case("case.hidden", [0.1, -2.0, 0.4, 3.0, 2.9], 0),
-        case("gpt_head.case_logits_low", -1e4 + np.array([0.5, 0.2, 0.9, -0.3]), 0.0),
     ]
 
 
@@ -408,6 +492,41 @@ def judge_sample(case: Case, value, ref) -> Finding | None:
     return Finding("gpt_head.wrong_distribution", params)
 
 
+SAMPLE = Item(
+    name="sample_next", points=2, probe="sample_draws",
+    promises=(
+        Promise("sample_next(logits, temperature, rng), logits (V,), τ ≥ 0", "cases V 4-7, τ 1e-4 to 50"),
+        Promise("returns one token id, a Python int", "the probe sends each draw's type: gpt_head.sample_not_int; a "
+                "draw outside [0, V) or not whole is gpt_head.sample_not_id, quoting that draw"),
+        Promise("drawn from softmax(logits / τ)", "3000 draws, chi-square test at p = 1e-6; symptoms "
+                "gpt_head.temperature_ignored, gpt_head.temperature_inverted, gpt_head.sample_greedy"),
+        Promise("draw with the generator you are given", "40 draws again from the same seed: gpt_head.rng_ignored"),
+        Promise("subtract the maximum before exponentiating", "hidden cases of logits near +1e4 and -1e4 at τ = 1: "
+                "gpt_head.sample_overflow"),
+        Promise("as τ → 0 the draw becomes the argmax",
+                "the notebook's τ = 1e-4 draws (public) and a hidden τ = 1e-4"),
+        PLAIN_NUMPY,
+    ),
+    cases=sample_cases, reference=reference_probs, judge=numpy_only(judge_sample, unwrap=False),
+    errors=(ErrorPattern("gpt_head.sample_overflow", r"ValueError", r"NaN"),
+            ErrorPattern("gpt_head.sample_not_normalised", r"ValueError", r"sum to 1")),
+)
+
+
+# ---------------------------------------------------------------- sample_next at τ = 0 -> the argmax
+
+def greedy_cases() -> list[Case]:
+    def case(label, logits, temperature, public=False):
+        return Case(label, {"logits": np.asarray(logits, np.float64), "temperature": temperature, "seed": 3,
+                            "n": 20, "repeat": 0}, public, {"shape": f"V={len(logits)}, τ={temperature!r}"})
+
+    return [
+        case("case.worked_example", SAMPLE_PUBLIC, 0.0, public=True),
+        case("case.hidden", [0.1, -2.0, 0.4, 3.0, 2.9], 0),
+        case("gpt_head.case_logits_low", -1e4 + np.array([0.5, 0.2, 0.9, -0.3]), 0.0),
+    ]
+
+
 def judge_greedy(case: Case, value, ref) -> Finding | None:
     draws = _draws(case, value)
     if isinstance(draws, Finding):
@@ -418,152 +537,22 @@ def judge_greedy(case: Case, value, ref) -> Finding | None:
     return Finding("gpt_head.zero_temperature_not_argmax", {"top": top, "got": int(draws[draws != top][0])})
 
 
-# ---------------------------------------------------------------- plain NumPy
-
-# What the exercise rules out: "in plain NumPy", no framework and no ready-made softmax.
-FRAMEWORKS = {"torch", "jax", "jaxlib", "flax", "tensorflow", "scipy", "sklearn"}
-
-
-def framework_finding(code: dict) -> Finding | None:
-    """A framework imported or used in the student's function or its notebook helpers,
-    named with its line (or with the global name bound to it when no source is readable)."""
-    for name, facts in code.items():
-        bound = {g: str(what.get("module", "")) for g, what in (facts.get("globals") or {}).items()
-                 if isinstance(what, dict) and str(what.get("module", "")).split(".")[0] in FRAMEWORKS}
-        uses = source_checks.module_uses(facts.get("source"), name, FRAMEWORKS, bound)
-        if uses:
-            return Finding("gpt_head.framework_used", {"module": uses[0].what, "line": uses[0].where})
-        if bound:
-            return Finding("gpt_head.framework_used", {"module": next(iter(bound.values()))})
-    return None
-
-
-def numpy_only(judge, unwrap: bool = True):
-    """The item's judge, after the check that its code is plain NumPy; ``unwrap``: the
-    judge gets the function's result, not the whole fact."""
-    def checked(case, value, ref):
-        if not isinstance(value, dict) or "code" not in value or ("out" not in value and unwrap):
-            return Finding("common.not_judged", {"reason": "the probe's record has no result"})
-        finding = framework_finding(value.get("code") or {})
-        if finding is not None:
-            return finding
-        return judge(case, value["out"] if unwrap else value, ref)
-    return checked
-
-
-# ---------------------------------------------------------------- what each exercise promises
-
-PLAIN_NUMPY = Promise("in plain NumPy (no framework)", "source check of the function and its notebook helpers: "
-                      "an import or a global bound to torch, jax, flax, tensorflow, scipy or sklearn is "
-                      "gpt_head.framework_used, with its line")
-
-CE_PROMISES = (
-    Promise("cross_entropy_from_logits(logits, targets), logits (T, V), integer targets (T,)",
-            "cases T 1-12, V 1-64; targets int64, int32 and, as the notebook passes them, a list"),
-    Promise("returns the mean over the T positions of -log softmax(logits[t])[targets[t]]",
-            "values (rtol 1e-5); symptoms gpt_head.loss_summed, gpt_head.loss_not_averaged"),
-    Promise("as one number", "the reference is 0-d: a (T,) array is gpt_head.loss_not_averaged, any other shape "
-            "common.wrong_shape"),
-    Promise("finite for logits of magnitude 1e4: never exponentiate a logit as it is",
-            "the notebook's 1e4 calls (public), hidden cases near +1e4, near -1e4 and of spread 1e4; symptoms "
-            "gpt_head.unshifted_softmax, gpt_head.log_of_softmax"),
-    PLAIN_NUMPY,
-)
-FORWARD_PROMISES = (
-    Promise("tied_head_forward(tokens, E), E (V, d)", "cases T 1-64, V 3-64, d 4-64, V < d and V > d, repeated ids"),
-    Promise("look the ids up in E", "values; symptom gpt_head.missing_layernorm names a lookup without the norm"),
-    Promise("final LayerNorm without affine parameters, (x - mean) / sqrt(var + 1e-5), last axis, population "
-            "variance", "symptom gpt_head.layernorm_variant (no eps, eps outside the root, ddof=1, wrong axis, "
-            "no root)"),
-    Promise("project with the transpose of the same E", "the worked example has V != d: x @ E raises, and that "
-            "matmul error is gpt_head.projection_shapes, in this item only"),
-    Promise("returns logits of shape (T, V), not probabilities", "symptom gpt_head.softmax_in_forward; "
-            "common.wrong_shape"),
-    PLAIN_NUMPY,
-)
-GRAD_PROMISES = (
-    Promise("loss = cross_entropy(E[tokens] @ E.T, targets), the mean over positions",
-            "references: PyTorch autograd of the untied loss at A = B = E; symptom gpt_head.grad_summed"),
-    Promise("return them as a pair (grad_lookup, grad_head)", "gpt_head.grad_pair, gpt_head.grad_total, "
-            "gpt_head.grads_swapped, gpt_head.grads_mixed"),
-    Promise("both of shape (V, d)", "common.wrong_shape; gpt_head.lookup_not_scattered for (T, d)"),
-    Promise("grad_head = G.T @ X", "symptoms gpt_head.head_transposed, gpt_head.missing_head"),
-    Promise("grad_lookup: each row of G @ E added into its token's row; repeated tokens receive both rows, absent "
-            "tokens zeros", "cases with repeated and absent ids (every hidden case has a repeat); symptoms "
-            "gpt_head.overwritten_rows, gpt_head.missing_lookup"),
-    Promise("G = (softmax(logits) - onehot(targets)) / T", "symptom gpt_head.grad_sign"),
-    PLAIN_NUMPY,
-)
-SAMPLE_PROMISES = (
-    Promise("sample_next(logits, temperature, rng), logits (V,), τ ≥ 0", "cases V 4-7, τ 1e-4 to 50"),
-    Promise("returns one token id, a Python int", "the probe sends each draw's type: gpt_head.sample_not_int; a "
-            "draw outside [0, V) or not whole is gpt_head.sample_not_id, quoting that draw"),
-    Promise("drawn from softmax(logits / τ)", "3000 draws, chi-square test at p = 1e-6; symptoms "
-            "gpt_head.temperature_ignored, gpt_head.temperature_inverted, gpt_head.sample_greedy"),
-    Promise("draw with the generator you are given", "40 draws again from the same seed: gpt_head.rng_ignored"),
-    Promise("subtract the maximum before exponentiating", "hidden cases of logits near +1e4 and -1e4 at τ = 1: "
-            "gpt_head.sample_overflow"),
-    Promise("as τ → 0 the draw becomes the argmax",
-            "the notebook's τ = 1e-4 draws (public) and a hidden τ = 1e-4"),
-    PLAIN_NUMPY,
-)
-GREEDY_PROMISES = (
-    Promise("τ = 0 must not divide: return the argmax directly", "τ = 0.0 (public), τ = 0 an int, logits near "
-            "-1e4; gpt_head.zero_temperature, gpt_head.zero_temperature_not_argmax"),
-    Promise("returns an int", "gpt_head.sample_not_int"),
+GREEDY = Item(
+    name="sample_next.greedy", symbol="sample_next", points=1, probe="sample_draws",
+    promises=(
+        Promise("τ = 0 must not divide: return the argmax directly", "τ = 0.0 (public), τ = 0 an int, logits near "
+                "-1e4; gpt_head.zero_temperature, gpt_head.zero_temperature_not_argmax"),
+        Promise("returns an int", "gpt_head.sample_not_int"),
+    ),
+    cases=greedy_cases, reference=reference_probs, judge=numpy_only(judge_greedy, unwrap=False),
+    errors=(ErrorPattern("gpt_head.zero_temperature", r"ZeroDivisionError|FloatingPointError"),
+            ErrorPattern("gpt_head.zero_temperature", r"ValueError", r"NaN")),
 )
 
-
-# ---------------------------------------------------------------- the chapter
-
-# A matrix product whose shapes do not line up means a different mistake in each item.
-PROJECTION_SHAPES = ErrorPattern("gpt_head.projection_shapes", r"ValueError", r"mismatch in its core dimension")
-GRAD_SHAPES = ErrorPattern("gpt_head.grad_shapes", r"ValueError", r"mismatch in its core dimension")
 
 CHAPTER = Chapter(
     id="04_gpt_head",
     title="The LM head in NumPy",
     probe_module="grader.chapters.gpt_head_probe",
-    items=(
-        Item(
-            name="cross_entropy_from_logits", points=2, probe="numpy_call", cases=ce_cases, reference=reference_ce,
-            judge=numpy_only(matches_reference((
-                # A spread of 1e4 makes both mistakes infinite; the unshifted one has
-                # already failed on the earlier case of logits near +1e4.
-                Symptom("gpt_head.log_of_softmax", _ce_log_of_softmax),
-                Symptom("gpt_head.unshifted_softmax", _ce_unshifted),
-                Symptom("gpt_head.loss_summed", _ce_summed),
-                Symptom("gpt_head.loss_not_averaged", _ce_not_averaged),
-            ), rtol=1e-5, atol=1e-7)),
-            promises=CE_PROMISES,
-        ),
-        Item(
-            name="tied_head_forward", points=2, probe="numpy_call", cases=forward_cases, reference=reference_forward,
-            judge=numpy_only(matches_reference((
-                Symptom("gpt_head.softmax_in_forward", _fwd_softmax_inside),
-                Symptom("gpt_head.missing_layernorm", _fwd_no_layernorm),
-                Symptom("gpt_head.layernorm_variant", _fwd_layernorm_variant),
-            ), rtol=1e-5, atol=1e-7)),
-            errors=(PROJECTION_SHAPES,),
-            promises=FORWARD_PROMISES,
-        ),
-        Item(
-            name="tied_embedding_grad", points=4, probe="numpy_call", cases=grad_cases, reference=reference_grads,
-            judge=numpy_only(judge_grads), errors=(GRAD_SHAPES,), promises=GRAD_PROMISES,
-        ),
-        Item(
-            name="sample_next", points=2, probe="sample_draws", cases=sample_cases, reference=reference_probs,
-            judge=numpy_only(judge_sample, unwrap=False),
-            errors=(ErrorPattern("gpt_head.sample_overflow", r"ValueError", r"NaN"),
-                    ErrorPattern("gpt_head.sample_not_normalised", r"ValueError", r"sum to 1")),
-            promises=SAMPLE_PROMISES,
-        ),
-        Item(
-            name="sample_next.greedy", symbol="sample_next", points=1, probe="sample_draws", cases=greedy_cases,
-            reference=reference_probs, judge=numpy_only(judge_greedy, unwrap=False),
-            errors=(ErrorPattern("gpt_head.zero_temperature", r"ZeroDivisionError|FloatingPointError"),
-                    ErrorPattern("gpt_head.zero_temperature", r"ValueError", r"NaN")),
-            promises=GREEDY_PROMISES,
-        ),
-    ),
+    items=(CROSS_ENTROPY, FORWARD, GRADIENT, SAMPLE, GREEDY),
 )
