@@ -51,19 +51,28 @@ def folder() -> Path | None:
     return Path(base) / "tied"
 
 
-# What a reference value depends on, in this package: editing the CLI, the reports or
-# the platforms' formats keeps the stored references.
+# What a reference value depends on, in this package: editing the CLI, the reports, the
+# platforms' formats or the book's helpers (``tied_book``, outside the grader) keeps the
+# stored references.
 GRADING_CODE = ("chapters/*.py", "cases.py", "registry.py", "probe_runtime.py", "judge.py", "disk_cache.py")
+
+
+def grading_code(package: Path = Path(__file__).parent) -> list[Path]:
+    """The files of ``package`` a reference value depends on, in a fixed order."""
+    return sorted({p for pattern in GRADING_CODE for p in package.glob(pattern)})
+
+
+def hash_code(digest, package: Path = Path(__file__).parent) -> None:
+    for path in grading_code(package):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
 
 
 @cache
 def fingerprint() -> str:
     """Hash of everything a reference value depends on: the grading code and the libraries."""
     digest = hashlib.sha256()
-    package = Path(__file__).parent
-    for path in sorted({p for pattern in GRADING_CODE for p in package.glob(pattern)}):
-        digest.update(path.relative_to(package).as_posix().encode())
-        digest.update(path.read_bytes())
+    hash_code(digest)
     for name in LIBRARIES:
         try:
             version = metadata.version(name)

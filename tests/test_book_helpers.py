@@ -2,7 +2,7 @@
 import pytest
 
 from conftest import chapters
-from grader.book import NBVAL_MARKER, exercise_code, show_exercise
+from tied_book.pages import NBVAL_MARKER, exercise_code, show_exercise
 
 
 @pytest.mark.parametrize("chapter", chapters())

@@ -9,7 +9,7 @@ code and tables wider than their box scroll inside it, and the side with more fa
 which tied.js and tied.css do); every figure loaded and not shrunk; the sidebar toggles
 open and close the sidebars; the Spanish and Korean notes visible (Korean drawn with a
 Korean font) and the notes selector in the header. Then: the savings explorer computes
-in the page what ``grader.explorer.figures`` computes, for every preset and for typed
+in the page what ``tied_book.explorer.figures`` computes, for every preset and for typed
 numbers; the notes selector hides and shows the notes and the next page keeps the choice;
 in dark mode no table, output or code block is a light block.
 
@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from built_book import HTML, Chromium, find_chromium, korean_fonts, serve, toc_pages
-from grader.explorer import figures
-from grader.savings import PRESETS, Saving
+from tied_book.explorer import figures
+from tied_book.savings import PRESETS, Saving
 
 SCREENSHOTS = HTML.parent / "screenshots"
 WIDTHS = {"1280": (1280, 900), "390": (390, 844)}

@@ -3,7 +3,9 @@ kernels keep their compiled programs beside them.
 
 Chapter 04 (NumPy) keeps the reference tests fast; the code path is the same for every chapter.
 """
+import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -132,11 +134,30 @@ def test_with_the_cache_off_compiled_programs_go_to_a_temporary_folder(monkeypat
     assert not Path(folder).exists()
 
 
-def test_the_fingerprint_covers_the_grading_code_only():
+def code_hash(package: Path) -> str:
+    digest = hashlib.sha256()
+    disk_cache.hash_code(digest, package)
+    return digest.hexdigest()
+
+
+def test_the_fingerprint_covers_the_grading_code_only(tmp_path):
     package = ROOT / "grader"
-    hashed = {p.relative_to(package).as_posix() for pattern in disk_cache.GRADING_CODE for p in package.glob(pattern)}
+    hashed = {p.relative_to(package).as_posix() for p in disk_cache.grading_code(package)}
     assert {"judge.py", "cases.py", "chapters/linen.py", "chapters/linen_probe.py"} <= hashed
-    assert not hashed & {"cli.py", "report.py", "explorer.py", "savings.py", "platforms.py", "class_report.py"}
+    assert not hashed & {"cli.py", "report.py", "platforms.py", "class_report.py"}
+    # The book's widgets and counts are no part of the grader: editing them cannot move it.
+    assert not list(package.glob("*explorer*")) + list(package.glob("*savings*"))
+    assert (ROOT / "tied_book" / "explorer.py").is_file()
+    # In a copy of the package: an edited CLI keeps the hash, an edited judge changes it.
+    copy = tmp_path / "grader"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = code_hash(copy)
+    with open(copy / "cli.py", "a") as f:
+        f.write("\n# edited\n")
+    assert code_hash(copy) == before
+    with open(copy / "judge.py", "a") as f:
+        f.write("\n# edited\n")
+    assert code_hash(copy) != before
 
 
 def test_folders_of_other_fingerprints_are_pruned(cache_dir):

@@ -1,4 +1,4 @@
-"""grader/savings.py counts what ``transformers`` builds, and the intro's explorer shows its
+"""tied_book/savings.py counts what ``transformers`` builds, and the intro's explorer shows its
 figures. The models are built on PyTorch's meta device: shapes, no memory, no download.
 (The explorer's script, in a browser, is tested in test_browser.py.)"""
 import json
@@ -9,8 +9,8 @@ import pytest
 import torch
 import transformers
 
-from grader.explorer import CUSTOM, SavingsExplorer, figures, presets_html
-from grader.savings import BYTES_PER_PARAM, PRESETS, Saving, human
+from tied_book.explorer import CUSTOM, SavingsExplorer, figures, presets_html
+from tied_book.savings import BYTES_PER_PARAM, PRESETS, Saving, human
 
 transformers.logging.set_verbosity_error()
 

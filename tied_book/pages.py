@@ -1,4 +1,5 @@
-"""Helpers for the book's pages (kept here so that no chapter copies them)."""
+"""Helpers for the book's pages (kept here so that no chapter copies them): the exercise's stubs
+as the student gets them, and parameter counts as people read them."""
 from __future__ import annotations
 
 import re

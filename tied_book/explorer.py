@@ -3,7 +3,7 @@
 The same fragment is live in the static book, with no kernel, and in Jupyter (which runs
 the scripts of trusted outputs): when the reader picks a preset or types V, d or the rest
 of the model, the script recomputes the figures in the browser. Python writes the presets
-of ``grader.savings`` into the fragment as JSON and fills in the figures of the first one,
+of ``tied_book.savings`` into the fragment as JSON and fills in the figures of the first one,
 so the page reads right before the script runs, or without it. The arithmetic in the script
 is ``Saving``'s, a product and two sums; ``tests/test_browser.py`` checks that the browser
 shows exactly ``figures()`` for every preset and for typed numbers.
