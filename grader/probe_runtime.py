@@ -61,6 +61,16 @@ CELL_FILE = re.compile(r"(^|/)ipykernel_\d+/[^/]+\.py$|^<ipython-input-|^<cell")
 PROBE_FILE = "<tied-probe>"
 
 
+def clip(text):
+    """The first ``MAX_TEXT`` characters of ``text``, for a fact that quotes a message."""
+    return str(text)[:MAX_TEXT]
+
+
+def error_text(exc):
+    """``Type: message`` of an exception a probe keeps as a fact, clipped."""
+    return clip(f"{type(exc).__name__}: {exc}")
+
+
 def shorten(text, limit=MAX_TEXT):
     """At most ``limit`` characters, cut between words and marked with an ellipsis."""
     text = str(text)

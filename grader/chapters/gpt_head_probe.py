@@ -4,6 +4,9 @@ Each fact carries, raw, the source of the student's function and what its global
 names are bound to (``code_facts``): the grader checks there that the code is plain
 NumPy, as the exercise asks.
 """
+import numpy as np
+
+from grader.probe_runtime import call, code_facts, lookup
 
 
 def numpy_call(ns, fn, args):
@@ -15,8 +18,6 @@ def sample_draws(ns, logits, temperature, seed, n, repeat):
     """``n`` calls of ``sample_next`` on one generator, then ``repeat`` more on a fresh
     generator with the same seed (a sampler that uses the generator it is given
     repeats itself); with the type of every draw, and the code."""
-    import numpy as np
-
     fn = lookup(ns, "sample_next")
     rng = np.random.default_rng(seed)
     draws = [fn(np.array(logits), temperature, rng) for _ in range(n)]
@@ -28,8 +29,6 @@ def sample_draws(ns, logits, temperature, seed, n, repeat):
 
 def _numbers(values):
     """The draws as one array of numbers, or None when they are not (ragged, objects)."""
-    import numpy as np
-
     try:
         array = np.asarray(values)
     except (ValueError, TypeError):

@@ -12,6 +12,11 @@ grader decides on both.
 ``gelu_tanh`` and ``multi_head_attention`` of the notebook are the reference ones
 below, so that a mistake in a helper costs that helper's points only.
 """
+import math
+
+import numpy as np
+
+from grader.probe_runtime import code_facts, lookup
 
 ITEMS = ("layer_norm", "gelu_tanh", "multi_head_attention", "mlm_forward_tied")
 
@@ -113,7 +118,6 @@ def _numpy(value):
 
 
 def _tensor(array):
-    import numpy as np
     import torch
 
     array = np.asarray(array)
@@ -130,14 +134,12 @@ def reference_layer_norm(x, eps=1e-5):
 
 
 def reference_gelu_tanh(x):
-    import math
     import torch
 
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
 def reference_multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads):
-    import math
     import torch
 
     n, t, d = x.shape

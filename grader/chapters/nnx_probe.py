@@ -1,4 +1,11 @@
 """Kernel-side probes of chapter 02 (Flax NNX).  Facts only, no judging."""
+import linecache
+import warnings
+
+import numpy as np
+
+from grader.probe_jax import mean_cross_entropy, path_name
+from grader.probe_runtime import clip, lookup, raw_values
 
 # Warnings that announce an API on its way out; the judge decides which matter.
 _DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
@@ -17,7 +24,7 @@ def _state_entries(model):
     entries = []
     for path, leaf in nnx.to_flat_state(nnx.state(model)):
         entries.append({
-            "path": "/".join(str(p) for p in path),
+            "path": path_name(path),
             "kind": type(leaf).__name__,
             "param": isinstance(leaf, nnx.Param),
             "leaf": leaf,
@@ -25,11 +32,8 @@ def _state_entries(model):
     return entries
 
 
-
 def tiedembed_structure(ns, vocab_size, d_model, seed):
     """What ``nnx.state`` finds in a freshly built ``TiedEmbed``."""
-    import numpy as np
-
     entries = _state_entries(_build(ns, vocab_size, d_model, seed))
     params = [e for e in entries if e["param"]]
     return {
@@ -50,7 +54,6 @@ def _write_matrix(model, vocab_size, d_model, embedding):
     nnx.Param of the module (an nnx.Embed's, say).  What was found, for the judge."""
     import jax
     import jax.numpy as jnp
-    import numpy as np
     from flax import nnx
 
     matrix = jnp.asarray(embedding)
@@ -82,15 +85,6 @@ def tiedembed_forward(ns, vocab_size, d_model, token_ids, embedding):
     return {**found, "logits": logits}
 
 
-def mean_cross_entropy(logits, targets):
-    """The loss of the gradient item, written here so that no cell can change it."""
-    import jax
-    import jax.numpy as jnp
-
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.mean(jnp.take_along_axis(logp, jnp.asarray(targets, jnp.int32)[:, None], axis=-1))
-
-
 def tiedembed_gradient(ns, vocab_size, d_model, token_ids, targets, embedding):
     """The logits of ``TiedEmbed`` on the grader's matrix, and the raw gradient that
     ``nnx.grad`` of their mean cross-entropy gives that matrix (None when ``nnx.grad``
@@ -107,16 +101,13 @@ def tiedembed_gradient(ns, vocab_size, d_model, token_ids, targets, embedding):
     if tuple(getattr(logits, "shape", ())) != (len(token_ids), vocab_size):
         return {**found, "logits": logits, "grad": None}
     grads = nnx.grad(lambda m: mean_cross_entropy(m(ids), targets))(model)
-    by_path = {"/".join(str(p) for p in path): leaf for path, leaf in nnx.to_flat_state(grads)}
+    by_path = {path_name(path): leaf for path, leaf in nnx.to_flat_state(grads)}
     grad = by_path.get(found["path"])
     return {**found, "logits": logits, "grad": None if grad is None else grad[...]}
 
 
 def tiedembed_warnings(ns, vocab_size, d_model, token_ids):
     """The warnings that building and calling ``TiedEmbed`` raise, with the line that raised each."""
-    import linecache
-    import warnings
-
     import jax.numpy as jnp
 
     with warnings.catch_warnings(record=True) as caught:
@@ -126,9 +117,9 @@ def tiedembed_warnings(ns, vocab_size, d_model, token_ids):
     return [
         {
             "category": w.category.__name__,
-            "message": str(w.message).splitlines()[0][:300] if str(w.message) else "",
+            "message": clip(str(w.message).splitlines()[0]) if str(w.message) else "",
             "filename": str(w.filename),
-            "line": linecache.getline(str(w.filename), w.lineno).strip()[:300],
+            "line": clip(linecache.getline(str(w.filename), w.lineno).strip()),
         }
         for w in caught
         if w.category.__name__ in _DEPRECATIONS
