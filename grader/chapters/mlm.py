@@ -15,6 +15,10 @@ the function and of the notebook's functions it calls comes back raw and
 the raw list of ATen operations the call dispatched catches a built-in reached under
 a name no source shows.  ``mlm_forward_tied`` runs with the reference helpers in place
 of the student's, so each helper's mistake costs its own points once.
+
+What every exercise shares comes first (the notebook's examples, the tolerances, what
+the code may not do), then one block per exercise, in the notebook's order, each
+ending with its ``Item``.
 """
 from __future__ import annotations
 
@@ -29,99 +33,9 @@ from ..judge import close, compare_arrays, matches_reference
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 EPS = 1e-5
-# Tolerances: rtol, and atol as a fraction of the largest |reference| of the case (at
-# least 1), so that a logit of 200 and one of 0.01 in the same output are judged alike.
-# Measured on every case: the float32 solution uses at most 3% of the forward tolerance,
-# while the smallest mistake, the exact-erf GELU, exceeds it 5.9 times or more wherever
-# there are blocks.  The other items have no mistake that small and get more room.
-LN_TOL = dict(rtol=1e-4, atol=1e-4)
-GELU_TOL = dict(rtol=1e-5, atol=1e-6)
-MHA_TOL = dict(rtol=1e-4, atol=1e-4)
-FORWARD_TOL = dict(rtol=1e-5, atol=1e-5)
-LAYOUTS = ("heads", "flat", "interleaved")
+# eps values a LayerNorm is written with: BERT's, none, T5's and Llama's, this exercise's.
+EPS_SEEN = (1e-12, 0.0, 1e-6, 1e-5, 1e-8, 1e-3)
 
-
-# ---------------------------------------------------------------- references
-
-def layer_norm_ref(x, eps=EPS, unbiased=False, eps_outside=False):
-    x = np.asarray(x, np.float64)
-    mean = x.mean(-1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):  # the mistakes may divide 0 by 0, as the student's code did
-        var = x.var(-1, ddof=1 if unbiased else 0, keepdims=True)
-        if eps_outside:  # (x - mean) / (std + eps)
-            return (x - mean) / (np.sqrt(var) + eps)
-        return (x - mean) / np.sqrt(var + eps)
-
-
-_ERF = np.vectorize(math.erf, otypes=[np.float64])
-
-
-def gelu_ref(x, exact=False):
-    x = np.asarray(x, np.float64)
-    if exact:
-        return 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0)))
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
-
-
-def _split(h, heads, layout):
-    """(N, T, d) -> (N, H, T, d_head): the right way ("heads") and two wrong ones."""
-    n, t, d = h.shape
-    if layout == "heads":  # each head owns a contiguous slice of the features
-        return h.reshape(n, t, heads, d // heads).transpose(0, 2, 1, 3)
-    if layout == "flat":  # reshape straight to (N, H, T, d_head): mixes positions
-        return h.reshape(n, heads, t, d // heads)
-    return h.reshape(n, t, d // heads, heads).transpose(0, 3, 1, 2)  # strided features
-
-
-def _merge(o, layout):
-    """(N, H, T, d_head) -> (N, T, d), the inverse of ``_split`` for the same layout."""
-    n, heads, t, dh = o.shape
-    if layout == "heads":
-        return o.transpose(0, 2, 1, 3).reshape(n, t, heads * dh)
-    if layout == "flat":
-        return o.reshape(n, t, heads * dh)
-    return o.transpose(0, 2, 3, 1).reshape(n, t, heads * dh)
-
-
-def _softmax(s, axis):
-    s = s - s.max(axis=axis, keepdims=True)
-    e = np.exp(s)
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def mha_ref(x, w_q, w_k, w_v, w_o, num_heads, causal=False, scale=True, softmax_axis=-1,
-            split="heads", merge="heads"):
-    x = np.asarray(x, np.float64)
-    heads = int(num_heads)
-    q, k, v = (_split(x @ np.asarray(w, np.float64), heads, split) for w in (w_q, w_k, w_v))
-    scores = q @ k.transpose(0, 1, 3, 2)
-    if scale:
-        scores = scores / math.sqrt(x.shape[-1] // heads)
-    if causal:
-        t = x.shape[1]
-        scores = np.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
-    return _merge(_softmax(scores, softmax_axis) @ v, merge) @ np.asarray(w_o, np.float64)
-
-
-def forward_ref(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads, post_ln=False,
-                unbiased=False, eps_outside=False, ln_eps=EPS, exact=False, gathered=True, **attention):
-    emb = np.asarray(w_emb, np.float64)
-    x = emb[np.asarray(input_ids, int)] + np.asarray(pos_embed, np.float64)
-    ln = lambda u: layer_norm_ref(u, ln_eps, unbiased=unbiased, eps_outside=eps_outside)
-    for w_q, w_k, w_v, w_o, w_1, w_2 in np.asarray(blocks_weights, np.float64):
-        attend = lambda u: mha_ref(u, w_q, w_k, w_v, w_o, num_heads, **attention)
-        ffn = lambda u: gelu_ref(u @ w_1, exact) @ w_2
-        if post_ln:
-            x = ln(x + attend(x))
-            x = ln(x + ffn(x))
-        else:
-            x = x + attend(ln(x))
-            x = x + ffn(ln(x))
-    logits = x @ emb.T
-    return logits[np.asarray(mask_indicator) > 0.5] if gathered else logits
-
-
-# ---------------------------------------------------------------- cases
 
 def _normal(rng, shape, std):
     return rng.normal(0.0, std, shape).astype(np.float32)
@@ -157,128 +71,13 @@ def notebook_examples() -> dict:
     }
 
 
-def ln_cases() -> list[Case]:
-    rng = hidden_rng("05_mlm/layer_norm")
-    public = notebook_examples()["layer_norm"]["x"]
-    found = [Case("case.worked_example", {"x": public}, True, {"shape": _sizes(public)})]
-    # First the case that tells the eps mistakes apart: a variance near eps, and one
-    # constant row, where no eps divides 0 by 0 and a tiny eps gives 0.
-    small = _normal(rng, (2, 8, 32), 3e-3)
-    small[1, 3] = 0.25
-    found.append(Case("mlm.case_small_variance", {"x": small, "eps": None}, shown={"shape": _sizes(small)}))
-    shapes = (
-        # x, eps (None: the default)
-        (_normal(rng, (2, 5, 2), 1.0), None),       # two features
-        (_normal(rng, (7, 5), 1.0), None),          # 2-D
-        (_normal(rng, (16,), 1.0), None),           # 1-D: "a tensor of any shape"
-        (_normal(rng, (2, 3, 4, 8), 1.0), None),    # 4-D
-        (_normal(rng, (5, 1), 1.0), None),          # one feature: all zeros
-        (_normal(rng, (3, 6, 16), 0.5), 0.1),       # the eps argument is used
-        (_normal(rng, (3, 6, 16), 0.01), 1e-12),    # BERT's eps, passed in: right here
-        (10.0 + _normal(rng, (4, 64, 128), 3.0), None),  # offset and spread
-    )
-    for x, eps in shapes:
-        shown = _sizes(x) if eps is None else f"{_sizes(x)}, eps={eps:g}"
-        found.append(Case("case.hidden", {"x": x, "eps": eps}, shown={"shape": shown}))
-    return found
+# ---------------------------------------------------------------- values, within a tolerance of the case's scale
 
-
-def gelu_cases() -> list[Case]:
-    rng = hidden_rng("05_mlm/gelu_tanh")
-    public = notebook_examples()["gelu_tanh"]["x"]
-    wide = np.concatenate([np.linspace(-30, 30, 61), [-100.0, 100.0]]).astype(np.float32).reshape(-1, 1)
-    return [
-        Case("case.worked_example", {"x": public}, True, {"shape": _sizes(public)}),
-        Case("case.hidden", {"x": _normal(rng, (4, 64, 128), 3.0)}, shown={"shape": "x: (4, 64, 128), std 3"}),
-        Case("case.hidden", {"x": wide}, shown={"shape": "x: (63, 1), |x| ≤ 100"}),
-        Case("case.hidden", {"x": _normal(rng, (2, 3, 4, 5), 2.0)}, shown={"shape": "x: (2, 3, 4, 5)"}),
-    ]
-
-
-def _mha_shape(n, t, d, heads) -> str:
-    return f"N={n}, T={t}, d_model={d}, heads={heads}"
-
-
-# (N, T, d, heads) of the hidden attention cases, to d_head = 1 and T = 64.
-MHA_SHAPES = ((1, 1, 4, 1), (2, 6, 12, 3), (3, 9, 16, 8), (2, 5, 6, 6), (4, 64, 128, 8), (1, 7, 8, 1))
-
-
-def _mha_args(rng, n, t, d, heads):
-    weights = {k: _normal(rng, (d, d), d**-0.5) for k in ("w_q", "w_k", "w_v", "w_o")}
-    return {"x": _normal(rng, (n, t, d), 1.0), **weights, "num_heads": heads}
-
-
-def mha_cases() -> list[Case]:
-    public = notebook_examples()["multi_head_attention"]
-    found = [Case("case.worked_example", public, True, {"shape": _mha_shape(2, 4, 8, 2)})]
-    rng = hidden_rng("05_mlm/multi_head_attention")
-    for n, t, d, heads in MHA_SHAPES:
-        # Queries and keys a little larger than 1/sqrt(d) make the scores spread,
-        # so that a missing scale or a wrong softmax axis moves the result visibly.
-        args = _mha_args(rng, n, t, d, heads)
-        args["w_q"] *= 2.0
-        args["w_k"] *= 2.0
-        found.append(Case("case.hidden", args, shown={"shape": _mha_shape(n, t, d, heads)}))
-    return found
-
-
-# (N, T, V, d, heads, blocks, mask) of the hidden forward cases.
-# mask: "some" (at least one masked, at least one not), "none" or "all".
-FORWARD_SHAPES = (
-    (1, 1, 7, 4, 1, 0, "all"),
-    (2, 6, 20, 8, 2, 2, "none"),
-    (2, 8, 40, 16, 4, 0, "some"),
-    (3, 10, 50, 16, 4, 1, "some"),
-    (1, 4, 6, 16, 2, 1, "some"),  # V < d: the head still multiplies by w_emb.T
-    (2, 7, 30, 12, 3, 3, "all"),
-    (2, 16, 64, 32, 1, 2, "some"),
-    (4, 64, 200, 128, 8, 3, "some"),
-)
-# Embeddings this small put the blocks' LayerNorm inputs near eps, where its value matters.
-SMALL_EMBEDDINGS = (2, 6, 24, 16, 2, 2, "some")
-
-
-def _mask(rng, n, t, kind):
-    if kind == "none":
-        return np.zeros((n, t), np.float32)
-    if kind == "all":
-        return np.ones((n, t), np.float32)
-    mask = (rng.random((n, t)) < 0.3).astype(np.float32)
-    mask.flat[0], mask.flat[-1] = 1.0, 0.0  # at least one of each
-    return mask
-
-
-def _forward_shape(args) -> str:
-    n, t = np.shape(args["input_ids"])
-    v, d = np.shape(args["w_emb"])
-    masked = int(np.sum(np.asarray(args["mask_indicator"]) > 0.5))
-    return (f"N={n}, T={t}, V={v}, d_model={d}, heads={args['num_heads']}, "
-            f"blocks={len(args['blocks_weights'])}, M={masked}")
-
-
-def _forward_args(rng, shape, emb_std=1.0, pos_std=0.5):
-    n, t, v, d, heads, blocks, kind = shape
-    packed = _normal(rng, (blocks, 6, d, d), d**-0.5)
-    packed[:, 4] *= 2.0  # spread the GELU inputs to where tanh and erf differ most
-    return dict(input_ids=rng.integers(0, v, (n, t)).astype(np.int64), mask_indicator=_mask(rng, n, t, kind),
-                w_emb=_normal(rng, (v, d), emb_std), pos_embed=_normal(rng, (t, d), pos_std),
-                blocks_weights=packed, num_heads=heads)
-
-
-def forward_cases() -> list[Case]:
-    examples = notebook_examples()
-    found = [Case("case.worked_example", args, True, {"shape": _forward_shape(args)})
-             for args in (examples["forward"], examples["bare"])]
-    rng = hidden_rng("05_mlm/mlm_forward_tied")
-    for shape in FORWARD_SHAPES:
-        args = _forward_args(rng, shape)
-        found.append(Case("case.hidden", args, shown={"shape": _forward_shape(args)}))
-    args = _forward_args(rng, SMALL_EMBEDDINGS, emb_std=2e-3, pos_std=2e-3)
-    found.append(Case("mlm.case_small_embeddings", args, shown={"shape": _forward_shape(args)}))
-    return found
-
-
-# ---------------------------------------------------------------- symptoms
+# Tolerances: rtol, and atol as a fraction of the largest |reference| of the case (at
+# least 1), so that a logit of 200 and one of 0.01 in the same output are judged alike.
+# Measured on every case: the float32 solution uses at most 3% of the forward tolerance,
+# while the smallest mistake, the exact-erf GELU, exceeds it 5.9 times or more wherever
+# there are blocks.  The other items have no mistake that small and get more room.
 
 def _scaled(ref, rtol, atol) -> dict:
     """The tolerance for ``ref``: ``atol`` scaled by its largest magnitude (at least 1)."""
@@ -306,51 +105,6 @@ def _is(reference, tol, **switches):
     return lambda case, value: _close(value, reference(**case.args, **switches), **tol)
 
 
-def _ln_reference(x, eps=None, **switches):
-    return layer_norm_ref(x, EPS if eps is None else eps, **switches)
-
-
-def _ln(**switches):
-    return _is(_ln_reference, LN_TOL, **switches)
-
-
-def _any_wrong_split(reference, tol):
-    def test(case, value):
-        return any(_close(value, reference(**case.args, split=s, merge=m), **tol)
-                   for s, m in product(LAYOUTS, LAYOUTS) if (s, m) != ("heads", "heads"))
-    return test
-
-
-def _separate_head(case, value) -> bool:
-    """Tied logits are ``h @ E.T``: every row lies in the span of E's columns."""
-    emb = np.asarray(case.args["w_emb"], np.float64)
-    value = np.asarray(value, np.float64)
-    v, d = emb.shape
-    if v <= d or value.ndim != 2 or value.shape[0] == 0 or value.shape[1] != v or not np.all(np.isfinite(value)):
-        return False
-    coef, *_ = np.linalg.lstsq(emb, value.T, rcond=None)
-    residual = np.linalg.norm(value.T - emb @ coef)
-    return bool(residual > 1e-3 * max(np.linalg.norm(value), 1e-12))
-
-
-def _not_gathered(case, value) -> bool:
-    return _close(value, forward_ref(**case.args, gathered=False), **FORWARD_TOL)
-
-
-def attention_symptoms(reference, tol) -> tuple[Symptom, ...]:
-    """The attention mistakes, as seen through ``reference`` (attention alone, or the forward pass)."""
-    return (
-        Symptom("mlm.causal_mask", _is(reference, tol, causal=True)),
-        Symptom("mlm.missing_scale", _is(reference, tol, scale=False)),
-        Symptom("mlm.softmax_axis", _is(reference, tol, softmax_axis=-2)),
-        Symptom("mlm.head_split", _any_wrong_split(reference, tol)),
-    )
-
-
-# eps values a LayerNorm is written with: BERT's, none, T5's and Llama's, this exercise's.
-EPS_SEEN = (1e-12, 0.0, 1e-6, 1e-5, 1e-8, 1e-3)
-
-
 def eps_used(reference, tol, asked: float, case_args: dict, value, name: str = "eps"):
     """The first eps of ``EPS_SEEN`` other than ``asked`` that reproduces ``value``."""
     return next((eps for eps in EPS_SEEN if eps != asked
@@ -368,17 +122,6 @@ def values_judge(symptoms, tol, eps_finding=None):
         found = eps_finding(case, value) if eps_finding else None
         return found or matches_reference(symptoms, **scaled)(case, value, ref)
     return judge
-
-
-def _layer_norm_eps(case, value):
-    asked = EPS if case.args.get("eps") is None else case.args["eps"]
-    got = eps_used(_ln_reference, LN_TOL, asked, {"x": case.args["x"]}, value)
-    return None if got is None else Finding("mlm.eps_value", {"got": f"{got:g}", "expected": f"{asked:g}"})
-
-
-def _forward_eps(case, value):
-    got = eps_used(forward_ref, FORWARD_TOL, EPS, case.args, value, name="ln_eps")
-    return None if got is None else Finding("mlm.forward_eps", {"got": f"{got:g}"})
 
 
 # ---------------------------------------------------------------- what the code may not do
@@ -399,7 +142,17 @@ FORBIDDEN_OPS = {
     "aten.native_layer_norm": LAYER_NORM, "aten.layer_norm": LAYER_NORM, "aten.gelu": GELU,
     "aten._native_multi_head_attention": ATTENTION, "aten._transformer_encoder_layer_fwd": ATTENTION,
 }
+# In the kernel, a forbidden built-in raises naming itself (mlm_probe).
+FORBIDDEN = (
+    ErrorPattern("mlm.forbidden_attention", r"ForbiddenFunctionError", r"attention|transformer"),
+    ErrorPattern("mlm.forbidden_layer_norm", r"ForbiddenFunctionError", r"layer_?norm"),
+    ErrorPattern("mlm.forbidden_gelu", r"ForbiddenFunctionError", r"gelu"),
+)
 TENSOR_TYPES = ("Tensor", "Parameter")
+WHOLE_TENSORS = Promise("Work on whole tensors: no Python loop over heads or positions.",
+                        "source check (grader/source_checks.py): every for/while loop or comprehension in the "
+                        "function and in the notebook functions it calls, except over a literal handful "
+                        "(w_q, w_k, w_v), is mlm.python_loop with its line")
 
 
 def _bound_to_forbidden(globals_: dict) -> dict[str, str]:
@@ -468,120 +221,373 @@ def checked(item: str, judge_values, loops_over_blocks: bool = False):
     return judge
 
 
-# ---------------------------------------------------------------- what each exercise promises
-
-WHOLE_TENSORS = Promise("Work on whole tensors: no Python loop over heads or positions.",
-                        "source check (grader/source_checks.py): every for/while loop or comprehension in the "
-                        "function and in the notebook functions it calls, except over a literal handful "
-                        "(w_q, w_k, w_v), is mlm.python_loop with its line")
-
-LAYER_NORM_PROMISES = (
-    Promise("layer_norm(x, eps=1e-5)", "the probe calls layer_norm(x) and layer_norm(x, eps=...) by keyword"),
-    Promise("normalises the last axis of a tensor of any shape", "hidden cases 1-D (16,), 2-D (7, 5), 3-D, 4-D "
-            "(2, 3, 4, 8), one feature (5, 1), two features (2, 5, 2), 128 features offset by 10"),
-    Promise("without learned scale or shift", "values against the reference"),
-    Promise("(x - mean) / sqrt(var + eps)", "symptom mlm.eps_outside (eps added to the standard deviation)"),
-    Promise("eps=1e-5 by default, eps used when passed", "hidden case of variance near eps with a constant row "
-            "(first hidden case), cases eps=0.1 and eps=1e-12: mlm.eps_value names the eps used (0, 1e-12, ...)"),
-    Promise("var is the biased variance (divide by d, not d - 1)", "symptom mlm.unbiased_variance"),
-    Promise("returns a tensor", "the probe sends the result's type: mlm.not_a_tensor"),
-    Promise("nn.LayerNorm / F.layer_norm are not allowed", "raise while checked (mlm_probe); source check of every "
-            "spelling (F.layer_norm, torch.layer_norm, torch.ops.aten.native_layer_norm, getattr(..., 'layer_norm'), "
-            "a name bound by import ... as) with its line; runtime: aten.native_layer_norm dispatched"),
-    WHOLE_TENSORS,
-)
-GELU_PROMISES = (
-    Promise("gelu_tanh(x), elementwise, any shape", "cases (13,), (4, 64, 128), (63, 1), (2, 3, 4, 5)"),
-    Promise("the tanh form 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))",
-            "values (rtol 1e-5); symptom mlm.exact_gelu"),
-    Promise("finite for large inputs", "hidden case |x| up to 100"),
-    Promise("returns a tensor", "mlm.not_a_tensor"),
-    Promise("F.gelu is not allowed", "raise while checked; source check (F.gelu, torch._C._nn.gelu, "
-            "torch.ops.aten.gelu, getattr(torch.ops.aten, 'gelu'), from torch.nn.functional import gelu as g) "
-            "with its line; runtime: aten.gelu dispatched"),
-    WHOLE_TENSORS,
-)
-MHA_PROMISES = (
-    Promise("multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads), x (N, T, d_model)",
-            "hidden cases N 1-4, T 1-64, d_model 4-128, heads 1 to d_model (d_head = 1)"),
-    Promise("weights applied as x @ W, no biases", "values against the reference"),
-    Promise("heads of d_head contiguous features", "symptom mlm.head_split (flat or strided split, any merge)"),
-    Promise("scores q @ kᵀ / sqrt(d_head)", "symptom mlm.missing_scale"),
-    Promise("softmax over the keys", "symptom mlm.softmax_axis"),
-    Promise("no mask: every position sees every other one", "symptom mlm.causal_mask"),
-    Promise("heads back together in the same order, then @ w_o", "mlm.head_split covers every wrong merge"),
-    Promise("returns a tensor", "mlm.not_a_tensor"),
-    Promise("nn.MultiheadAttention, F.scaled_dot_product_attention not allowed", "raise while checked; source check "
-            "of the names with their line; runtime: aten._native_multi_head_attention, aten._scaled_dot_product_*"),
-    WHOLE_TENSORS,
-)
-FORWARD_PROMISES = (
-    Promise("mlm_forward_tied(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads) with the "
-            "table's shapes and dtypes", "cases N 1-4, T 1-64, V 6-200 (V < d_model too), d_model 4-128, heads 1-8"),
-    Promise("x = w_emb[input_ids] + pos_embed", "values against the reference"),
-    Promise("for every block (there may be none)", "cases with 0, 1, 2 and 3 blocks (the notebook's bare example)"),
-    Promise("pre-LN: x + MHA(LN(x)), then x + FFN(LN(x)), LN with its default eps", "symptoms mlm.post_ln, "
-            "mlm.forward_eps (hidden case of small embeddings, where eps matters)"),
-    Promise("FFN(u) = gelu_tanh(u @ w_mlp1) @ w_mlp2", "values; symptom mlm.exact_gelu when GELU is inlined"),
-    Promise("judged on its own", "the probe runs it with the reference layer_norm, gelu_tanh and "
-            "multi_head_attention in place of the student's"),
-    Promise("tied head x @ w_emb.T, no other matrix, no final LayerNorm", "symptom mlm.separate_head"),
-    Promise("return logits_all[mask_indicator > 0.5], (M, V), batch-then-position order",
-            "masks some, none (M = 0) and all; symptom mlm.not_gathered"),
-    Promise("returns a tensor", "mlm.not_a_tensor"),
-    Promise("no Python loop over heads or positions (the loop over the blocks is the one allowed)",
-            "source check: loops whose iterable does not come from blocks_weights are mlm.python_loop_forward"),
-    Promise("forbidden built-ins", "as in the helpers: raise, source check, dispatched operations"),
-)
+def exercise(name: str, points: int, promises, cases, reference, judge_values, loops_over_blocks=False) -> Item:
+    """An item of this chapter: the probe of the same name calls the student's function
+    in the kernel, and the judge checks its code before its values."""
+    return Item(name=name, points=points, probe=name, promises=promises, cases=cases, reference=reference,
+                judge=checked(name, judge_values, loops_over_blocks))
 
 
-FORBIDDEN = (
-    ErrorPattern("mlm.forbidden_attention", r"ForbiddenFunctionError", r"attention|transformer"),
-    ErrorPattern("mlm.forbidden_layer_norm", r"ForbiddenFunctionError", r"layer_?norm"),
-    ErrorPattern("mlm.forbidden_gelu", r"ForbiddenFunctionError", r"gelu"),
+# ---------------------------------------------------------------- layer_norm(x, eps=1e-5)
+
+LN_TOL = dict(rtol=1e-4, atol=1e-4)
+
+
+def layer_norm_ref(x, eps=EPS, unbiased=False, eps_outside=False):
+    x = np.asarray(x, np.float64)
+    mean = x.mean(-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the mistakes may divide 0 by 0, as the student's code did
+        var = x.var(-1, ddof=1 if unbiased else 0, keepdims=True)
+        if eps_outside:  # (x - mean) / (std + eps)
+            return (x - mean) / (np.sqrt(var) + eps)
+        return (x - mean) / np.sqrt(var + eps)
+
+
+def ln_cases() -> list[Case]:
+    rng = hidden_rng("05_mlm/layer_norm")
+    public = notebook_examples()["layer_norm"]["x"]
+    found = [Case("case.worked_example", {"x": public}, True, {"shape": _sizes(public)})]
+    # First the case that tells the eps mistakes apart: a variance near eps, and one
+    # constant row, where no eps divides 0 by 0 and a tiny eps gives 0.
+    small = _normal(rng, (2, 8, 32), 3e-3)
+    small[1, 3] = 0.25
+    found.append(Case("mlm.case_small_variance", {"x": small, "eps": None}, shown={"shape": _sizes(small)}))
+    shapes = (
+        # x, eps (None: the default)
+        (_normal(rng, (2, 5, 2), 1.0), None),       # two features
+        (_normal(rng, (7, 5), 1.0), None),          # 2-D
+        (_normal(rng, (16,), 1.0), None),           # 1-D: "a tensor of any shape"
+        (_normal(rng, (2, 3, 4, 8), 1.0), None),    # 4-D
+        (_normal(rng, (5, 1), 1.0), None),          # one feature: all zeros
+        (_normal(rng, (3, 6, 16), 0.5), 0.1),       # the eps argument is used
+        (_normal(rng, (3, 6, 16), 0.01), 1e-12),    # BERT's eps, passed in: right here
+        (10.0 + _normal(rng, (4, 64, 128), 3.0), None),  # offset and spread
+    )
+    for x, eps in shapes:
+        shown = _sizes(x) if eps is None else f"{_sizes(x)}, eps={eps:g}"
+        found.append(Case("case.hidden", {"x": x, "eps": eps}, shown={"shape": shown}))
+    return found
+
+
+def _ln_reference(x, eps=None, **switches):
+    return layer_norm_ref(x, EPS if eps is None else eps, **switches)
+
+
+def _layer_norm_eps(case, value):
+    asked = EPS if case.args.get("eps") is None else case.args["eps"]
+    got = eps_used(_ln_reference, LN_TOL, asked, {"x": case.args["x"]}, value)
+    return None if got is None else Finding("mlm.eps_value", {"got": f"{got:g}", "expected": f"{asked:g}"})
+
+
+LAYER_NORM_ITEM = exercise(
+    "layer_norm", 1,
+    promises=(
+        Promise("layer_norm(x, eps=1e-5)", "the probe calls layer_norm(x) and layer_norm(x, eps=...) by keyword"),
+        Promise("normalises the last axis of a tensor of any shape", "hidden cases 1-D (16,), 2-D (7, 5), 3-D, 4-D "
+                "(2, 3, 4, 8), one feature (5, 1), two features (2, 5, 2), 128 features offset by 10"),
+        Promise("without learned scale or shift", "values against the reference"),
+        Promise("(x - mean) / sqrt(var + eps)", "symptom mlm.eps_outside (eps added to the standard deviation)"),
+        Promise("eps=1e-5 by default, eps used when passed", "hidden case of variance near eps with a constant row "
+                "(first hidden case), cases eps=0.1 and eps=1e-12: mlm.eps_value names the eps used (0, 1e-12, ...)"),
+        Promise("var is the biased variance (divide by d, not d - 1)", "symptom mlm.unbiased_variance"),
+        Promise("returns a tensor", "the probe sends the result's type: mlm.not_a_tensor"),
+        Promise("nn.LayerNorm / F.layer_norm are not allowed", "raise while checked (mlm_probe); source check of "
+                "every spelling (F.layer_norm, torch.layer_norm, torch.ops.aten.native_layer_norm, getattr(..., "
+                "'layer_norm'), a name bound by import ... as) with its line; runtime: aten.native_layer_norm "
+                "dispatched"),
+        WHOLE_TENSORS,
+    ),
+    cases=ln_cases, reference=lambda case: _ln_reference(**case.args),
+    judge_values=values_judge((
+        Symptom("mlm.unbiased_variance", _is(_ln_reference, LN_TOL, unbiased=True)),
+        Symptom("mlm.eps_outside", _is(_ln_reference, LN_TOL, eps_outside=True)),
+    ), LN_TOL, _layer_norm_eps),
 )
+
+
+# ---------------------------------------------------------------- gelu_tanh(x)
+
+GELU_TOL = dict(rtol=1e-5, atol=1e-6)
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def gelu_ref(x, exact=False):
+    x = np.asarray(x, np.float64)
+    if exact:
+        return 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0)))
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def gelu_cases() -> list[Case]:
+    rng = hidden_rng("05_mlm/gelu_tanh")
+    public = notebook_examples()["gelu_tanh"]["x"]
+    wide = np.concatenate([np.linspace(-30, 30, 61), [-100.0, 100.0]]).astype(np.float32).reshape(-1, 1)
+    return [
+        Case("case.worked_example", {"x": public}, True, {"shape": _sizes(public)}),
+        Case("case.hidden", {"x": _normal(rng, (4, 64, 128), 3.0)}, shown={"shape": "x: (4, 64, 128), std 3"}),
+        Case("case.hidden", {"x": wide}, shown={"shape": "x: (63, 1), |x| ≤ 100"}),
+        Case("case.hidden", {"x": _normal(rng, (2, 3, 4, 5), 2.0)}, shown={"shape": "x: (2, 3, 4, 5)"}),
+    ]
+
+
+GELU_ITEM = exercise(
+    "gelu_tanh", 1,
+    promises=(
+        Promise("gelu_tanh(x), elementwise, any shape", "cases (13,), (4, 64, 128), (63, 1), (2, 3, 4, 5)"),
+        Promise("the tanh form 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))",
+                "values (rtol 1e-5); symptom mlm.exact_gelu"),
+        Promise("finite for large inputs", "hidden case |x| up to 100"),
+        Promise("returns a tensor", "mlm.not_a_tensor"),
+        Promise("F.gelu is not allowed", "raise while checked; source check (F.gelu, torch._C._nn.gelu, "
+                "torch.ops.aten.gelu, getattr(torch.ops.aten, 'gelu'), from torch.nn.functional import gelu as g) "
+                "with its line; runtime: aten.gelu dispatched"),
+        WHOLE_TENSORS,
+    ),
+    cases=gelu_cases, reference=lambda case: gelu_ref(case.args["x"]),
+    judge_values=values_judge((Symptom("mlm.exact_gelu", _is(gelu_ref, GELU_TOL, exact=True)),), GELU_TOL),
+)
+
+
+# ---------------------------------------------------------------- multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads)
+
+MHA_TOL = dict(rtol=1e-4, atol=1e-4)
+LAYOUTS = ("heads", "flat", "interleaved")
+# (N, T, d, heads) of the hidden attention cases, to d_head = 1 and T = 64.
+MHA_SHAPES = ((1, 1, 4, 1), (2, 6, 12, 3), (3, 9, 16, 8), (2, 5, 6, 6), (4, 64, 128, 8), (1, 7, 8, 1))
+
+
+def _split(h, heads, layout):
+    """(N, T, d) -> (N, H, T, d_head): the right way ("heads") and two wrong ones."""
+    n, t, d = h.shape
+    if layout == "heads":  # each head owns a contiguous slice of the features
+        return h.reshape(n, t, heads, d // heads).transpose(0, 2, 1, 3)
+    if layout == "flat":  # reshape straight to (N, H, T, d_head): mixes positions
+        return h.reshape(n, heads, t, d // heads)
+    return h.reshape(n, t, d // heads, heads).transpose(0, 3, 1, 2)  # strided features
+
+
+def _merge(o, layout):
+    """(N, H, T, d_head) -> (N, T, d), the inverse of ``_split`` for the same layout."""
+    n, heads, t, dh = o.shape
+    if layout == "heads":
+        return o.transpose(0, 2, 1, 3).reshape(n, t, heads * dh)
+    if layout == "flat":
+        return o.reshape(n, t, heads * dh)
+    return o.transpose(0, 2, 3, 1).reshape(n, t, heads * dh)
+
+
+def _softmax(s, axis):
+    s = s - s.max(axis=axis, keepdims=True)
+    e = np.exp(s)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def mha_ref(x, w_q, w_k, w_v, w_o, num_heads, causal=False, scale=True, softmax_axis=-1,
+            split="heads", merge="heads"):
+    x = np.asarray(x, np.float64)
+    heads = int(num_heads)
+    q, k, v = (_split(x @ np.asarray(w, np.float64), heads, split) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(0, 1, 3, 2)
+    if scale:
+        scores = scores / math.sqrt(x.shape[-1] // heads)
+    if causal:
+        t = x.shape[1]
+        scores = np.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
+    return _merge(_softmax(scores, softmax_axis) @ v, merge) @ np.asarray(w_o, np.float64)
+
+
+def _mha_shape(n, t, d, heads) -> str:
+    return f"N={n}, T={t}, d_model={d}, heads={heads}"
+
+
+def mha_cases() -> list[Case]:
+    public = notebook_examples()["multi_head_attention"]
+    found = [Case("case.worked_example", public, True, {"shape": _mha_shape(2, 4, 8, 2)})]
+    rng = hidden_rng("05_mlm/multi_head_attention")
+    for n, t, d, heads in MHA_SHAPES:
+        weights = {k: _normal(rng, (d, d), d**-0.5) for k in ("w_q", "w_k", "w_v", "w_o")}
+        args = {"x": _normal(rng, (n, t, d), 1.0), **weights, "num_heads": heads}
+        # Queries and keys a little larger than 1/sqrt(d) make the scores spread,
+        # so that a missing scale or a wrong softmax axis moves the result visibly.
+        args["w_q"] *= 2.0
+        args["w_k"] *= 2.0
+        found.append(Case("case.hidden", args, shown={"shape": _mha_shape(n, t, d, heads)}))
+    return found
+
+
+def _any_wrong_split(reference, tol):
+    def test(case, value):
+        return any(_close(value, reference(**case.args, split=s, merge=m), **tol)
+                   for s, m in product(LAYOUTS, LAYOUTS) if (s, m) != ("heads", "heads"))
+    return test
+
+
+def attention_symptoms(reference, tol) -> tuple[Symptom, ...]:
+    """The attention mistakes, as seen through ``reference`` (attention alone, or the forward pass)."""
+    return (
+        Symptom("mlm.causal_mask", _is(reference, tol, causal=True)),
+        Symptom("mlm.missing_scale", _is(reference, tol, scale=False)),
+        Symptom("mlm.softmax_axis", _is(reference, tol, softmax_axis=-2)),
+        Symptom("mlm.head_split", _any_wrong_split(reference, tol)),
+    )
+
+
+ATTENTION_ITEM = exercise(
+    "multi_head_attention", 2,
+    promises=(
+        Promise("multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads), x (N, T, d_model)",
+                "hidden cases N 1-4, T 1-64, d_model 4-128, heads 1 to d_model (d_head = 1)"),
+        Promise("weights applied as x @ W, no biases", "values against the reference"),
+        Promise("heads of d_head contiguous features", "symptom mlm.head_split (flat or strided split, any merge)"),
+        Promise("scores q @ kᵀ / sqrt(d_head)", "symptom mlm.missing_scale"),
+        Promise("softmax over the keys", "symptom mlm.softmax_axis"),
+        Promise("no mask: every position sees every other one", "symptom mlm.causal_mask"),
+        Promise("heads back together in the same order, then @ w_o", "mlm.head_split covers every wrong merge"),
+        Promise("returns a tensor", "mlm.not_a_tensor"),
+        Promise("nn.MultiheadAttention, F.scaled_dot_product_attention not allowed", "raise while checked; source "
+                "check of the names with their line; runtime: aten._native_multi_head_attention, "
+                "aten._scaled_dot_product_*"),
+        WHOLE_TENSORS,
+    ),
+    cases=mha_cases, reference=lambda case: mha_ref(**case.args),
+    judge_values=values_judge(attention_symptoms(mha_ref, MHA_TOL), MHA_TOL),
+)
+
+
+# ---------------------------------------------------------------- mlm_forward_tied(input_ids, mask_indicator, w_emb, ...)
+
+FORWARD_TOL = dict(rtol=1e-5, atol=1e-5)
+# (N, T, V, d, heads, blocks, mask) of the hidden forward cases.
+# mask: "some" (at least one masked, at least one not), "none" or "all".
+FORWARD_SHAPES = (
+    (1, 1, 7, 4, 1, 0, "all"),
+    (2, 6, 20, 8, 2, 2, "none"),
+    (2, 8, 40, 16, 4, 0, "some"),
+    (3, 10, 50, 16, 4, 1, "some"),
+    (1, 4, 6, 16, 2, 1, "some"),  # V < d: the head still multiplies by w_emb.T
+    (2, 7, 30, 12, 3, 3, "all"),
+    (2, 16, 64, 32, 1, 2, "some"),
+    (4, 64, 200, 128, 8, 3, "some"),
+)
+# Embeddings this small put the blocks' LayerNorm inputs near eps, where its value matters.
+SMALL_EMBEDDINGS = (2, 6, 24, 16, 2, 2, "some")
+
+
+def forward_ref(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads, post_ln=False,
+                unbiased=False, eps_outside=False, ln_eps=EPS, exact=False, gathered=True, **attention):
+    emb = np.asarray(w_emb, np.float64)
+    x = emb[np.asarray(input_ids, int)] + np.asarray(pos_embed, np.float64)
+    ln = lambda u: layer_norm_ref(u, ln_eps, unbiased=unbiased, eps_outside=eps_outside)
+    for w_q, w_k, w_v, w_o, w_1, w_2 in np.asarray(blocks_weights, np.float64):
+        attend = lambda u: mha_ref(u, w_q, w_k, w_v, w_o, num_heads, **attention)
+        ffn = lambda u: gelu_ref(u @ w_1, exact) @ w_2
+        if post_ln:
+            x = ln(x + attend(x))
+            x = ln(x + ffn(x))
+        else:
+            x = x + attend(ln(x))
+            x = x + ffn(ln(x))
+    logits = x @ emb.T
+    return logits[np.asarray(mask_indicator) > 0.5] if gathered else logits
+
+
+def _mask(rng, n, t, kind):
+    if kind == "none":
+        return np.zeros((n, t), np.float32)
+    if kind == "all":
+        return np.ones((n, t), np.float32)
+    mask = (rng.random((n, t)) < 0.3).astype(np.float32)
+    mask.flat[0], mask.flat[-1] = 1.0, 0.0  # at least one of each
+    return mask
+
+
+def _forward_shape(args) -> str:
+    n, t = np.shape(args["input_ids"])
+    v, d = np.shape(args["w_emb"])
+    masked = int(np.sum(np.asarray(args["mask_indicator"]) > 0.5))
+    return (f"N={n}, T={t}, V={v}, d_model={d}, heads={args['num_heads']}, "
+            f"blocks={len(args['blocks_weights'])}, M={masked}")
+
+
+def _forward_args(rng, shape, emb_std=1.0, pos_std=0.5):
+    n, t, v, d, heads, blocks, kind = shape
+    packed = _normal(rng, (blocks, 6, d, d), d**-0.5)
+    packed[:, 4] *= 2.0  # spread the GELU inputs to where tanh and erf differ most
+    return dict(input_ids=rng.integers(0, v, (n, t)).astype(np.int64), mask_indicator=_mask(rng, n, t, kind),
+                w_emb=_normal(rng, (v, d), emb_std), pos_embed=_normal(rng, (t, d), pos_std),
+                blocks_weights=packed, num_heads=heads)
+
+
+def forward_cases() -> list[Case]:
+    examples = notebook_examples()
+    found = [Case("case.worked_example", args, True, {"shape": _forward_shape(args)})
+             for args in (examples["forward"], examples["bare"])]
+    rng = hidden_rng("05_mlm/mlm_forward_tied")
+    for shape in FORWARD_SHAPES:
+        args = _forward_args(rng, shape)
+        found.append(Case("case.hidden", args, shown={"shape": _forward_shape(args)}))
+    args = _forward_args(rng, SMALL_EMBEDDINGS, emb_std=2e-3, pos_std=2e-3)
+    found.append(Case("mlm.case_small_embeddings", args, shown={"shape": _forward_shape(args)}))
+    return found
+
+
+def _separate_head(case, value) -> bool:
+    """Tied logits are ``h @ E.T``: every row lies in the span of E's columns."""
+    emb = np.asarray(case.args["w_emb"], np.float64)
+    value = np.asarray(value, np.float64)
+    v, d = emb.shape
+    if v <= d or value.ndim != 2 or value.shape[0] == 0 or value.shape[1] != v or not np.all(np.isfinite(value)):
+        return False
+    coef, *_ = np.linalg.lstsq(emb, value.T, rcond=None)
+    residual = np.linalg.norm(value.T - emb @ coef)
+    return bool(residual > 1e-3 * max(np.linalg.norm(value), 1e-12))
+
+
+def _forward_eps(case, value):
+    got = eps_used(forward_ref, FORWARD_TOL, EPS, case.args, value, name="ln_eps")
+    return None if got is None else Finding("mlm.forward_eps", {"got": f"{got:g}"})
+
+
+FORWARD_ITEM = exercise(
+    "mlm_forward_tied", 3,
+    promises=(
+        Promise("mlm_forward_tied(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads) with the "
+                "table's shapes and dtypes", "cases N 1-4, T 1-64, V 6-200 (V < d_model too), d_model 4-128, "
+                "heads 1-8"),
+        Promise("x = w_emb[input_ids] + pos_embed", "values against the reference"),
+        Promise("for every block (there may be none)", "cases with 0, 1, 2 and 3 blocks (the notebook's bare "
+                "example)"),
+        Promise("pre-LN: x + MHA(LN(x)), then x + FFN(LN(x)), LN with its default eps", "symptoms mlm.post_ln, "
+                "mlm.forward_eps (hidden case of small embeddings, where eps matters)"),
+        Promise("FFN(u) = gelu_tanh(u @ w_mlp1) @ w_mlp2", "values; symptom mlm.exact_gelu when GELU is inlined"),
+        Promise("judged on its own", "the probe runs it with the reference layer_norm, gelu_tanh and "
+                "multi_head_attention in place of the student's"),
+        Promise("tied head x @ w_emb.T, no other matrix, no final LayerNorm", "symptom mlm.separate_head"),
+        Promise("return logits_all[mask_indicator > 0.5], (M, V), batch-then-position order",
+                "masks some, none (M = 0) and all; symptom mlm.not_gathered"),
+        Promise("returns a tensor", "mlm.not_a_tensor"),
+        Promise("no Python loop over heads or positions (the loop over the blocks is the one allowed)",
+                "source check: loops whose iterable does not come from blocks_weights are mlm.python_loop_forward"),
+        Promise("forbidden built-ins", "as in the helpers: raise, source check, dispatched operations"),
+    ),
+    cases=forward_cases, reference=lambda case: forward_ref(**case.args),
+    judge_values=values_judge((
+        Symptom("mlm.separate_head", _separate_head),
+        Symptom("mlm.not_gathered", _is(forward_ref, FORWARD_TOL, gathered=False)),
+        Symptom("mlm.post_ln", _is(forward_ref, FORWARD_TOL, post_ln=True)),
+        Symptom("mlm.unbiased_variance", _is(forward_ref, FORWARD_TOL, unbiased=True)),
+        Symptom("mlm.eps_outside", _is(forward_ref, FORWARD_TOL, eps_outside=True)),
+        Symptom("mlm.exact_gelu", _is(forward_ref, FORWARD_TOL, exact=True)),
+        *attention_symptoms(forward_ref, FORWARD_TOL),
+    ), FORWARD_TOL, _forward_eps),
+    loops_over_blocks=True,
+)
+
 
 CHAPTER = Chapter(
     id="05_mlm",
     title="A masked LM with a tied head, in PyTorch",
     probe_module="grader.chapters.mlm_probe",
     errors=FORBIDDEN,
-    items=(
-        Item(
-            name="layer_norm", points=1, probe="layer_norm", cases=ln_cases,
-            reference=lambda case: _ln_reference(**case.args),
-            judge=checked("layer_norm", values_judge((
-                Symptom("mlm.unbiased_variance", _ln(unbiased=True)),
-                Symptom("mlm.eps_outside", _ln(eps_outside=True)),
-            ), LN_TOL, _layer_norm_eps)),
-            promises=LAYER_NORM_PROMISES,
-        ),
-        Item(
-            name="gelu_tanh", points=1, probe="gelu_tanh", cases=gelu_cases,
-            reference=lambda case: gelu_ref(case.args["x"]),
-            judge=checked("gelu_tanh", values_judge(
-                (Symptom("mlm.exact_gelu", _is(gelu_ref, GELU_TOL, exact=True)),), GELU_TOL)),
-            promises=GELU_PROMISES,
-        ),
-        Item(
-            name="multi_head_attention", points=2, probe="multi_head_attention", cases=mha_cases,
-            reference=lambda case: mha_ref(**case.args),
-            judge=checked("multi_head_attention", values_judge(attention_symptoms(mha_ref, MHA_TOL), MHA_TOL)),
-            promises=MHA_PROMISES,
-        ),
-        Item(
-            name="mlm_forward_tied", points=3, probe="mlm_forward_tied", cases=forward_cases,
-            reference=lambda case: forward_ref(**case.args),
-            judge=checked("mlm_forward_tied", values_judge((
-                Symptom("mlm.separate_head", _separate_head),
-                Symptom("mlm.not_gathered", _not_gathered),
-                Symptom("mlm.post_ln", _is(forward_ref, FORWARD_TOL, post_ln=True)),
-                Symptom("mlm.unbiased_variance", _is(forward_ref, FORWARD_TOL, unbiased=True)),
-                Symptom("mlm.eps_outside", _is(forward_ref, FORWARD_TOL, eps_outside=True)),
-                Symptom("mlm.exact_gelu", _is(forward_ref, FORWARD_TOL, exact=True)),
-                *attention_symptoms(forward_ref, FORWARD_TOL),
-            ), FORWARD_TOL, _forward_eps), loops_over_blocks=True),
-            promises=FORWARD_PROMISES,
-        ),
-    ),
+    items=(LAYER_NORM_ITEM, GELU_ITEM, ATTENTION_ITEM, FORWARD_ITEM),
 )
