@@ -1,8 +1,9 @@
-"""Chapter 01, Flax Linen: ``TiedIO`` and ``tied_io_embed``.
+"""Chapter 01, Flax Linen: ``TiedIO``, ``tied_io_embed`` and ``SharedEmbedLM``.
 
-The references of the tied matrix itself live here too, and chapter 02 reuses them:
-the tied logits, the two paths of its gradient, and the symptoms that name what a
-wrong lookup or projection did.
+The references of the tied matrix itself come first, and chapter 02 reuses them: the
+tied logits, the two paths of its gradient, and the symptoms that name what a wrong
+lookup or projection did.  Then one block per exercise, in the notebook's order, each
+ending with its ``Item``.
 """
 from __future__ import annotations
 
@@ -25,10 +26,7 @@ HIDDEN_SHAPES = ((1, 7, 5), (6, 16, 16), (MAX_TOKENS, 9, 12), (33, 50, 8), (MAX_
 # repeated, and the largest sizes.
 GRAD_SHAPES = ((1, 7, 5), (MAX_TOKENS, 9, 12), (MAX_TOKENS, MAX_VOCAB, MAX_D))
 PUBLIC = dict(seed=0, token_ids=[0, 2], vocab_size=4, d_model=3)  # the notebook's worked example
-GRAD_PUBLIC = dict(token_ids=[0, 2, 2], targets=[2, 2, 3])  # its gradient cell, on the same module
 FORWARD_TOL = dict(rtol=1e-4, atol=1e-5)
-# tied_io_embed's logits are about 0.02² · D: its own, tighter tolerance.
-EMBED_TOL = dict(rtol=1e-5, atol=1e-6)
 GRAD_TOL = dict(rtol=1e-4, atol=1e-6)
 
 
@@ -46,36 +44,30 @@ def edge_ids(rng: np.random.Generator, length: int, vocab_size: int) -> list[int
     return ids
 
 
-# ---------------------------------------------------------------- references
-
-@cache
-def _reference_module():
-    import flax.linen as nn
-
-    class TiedIO(nn.Module):
-        vocab_size: int
-        d_model: int
-
-        @nn.compact
-        def __call__(self, token_ids):
-            embedding = self.param(
-                "embedding", nn.initializers.normal(stddev=INIT_STD), (self.vocab_size, self.d_model)
-            )
-            return embedding[token_ids] @ embedding.T
-
-    return TiedIO
+def random_matrix(rng: np.random.Generator, v: int, d: int) -> np.ndarray:
+    # Entries of std D^(-1/4) make every logit O(1), so float32 rounding stays far
+    # inside the tolerance whatever the order of the sums.
+    return rng.normal(0.0, d ** -0.25, (v, d)).astype(np.float32)
 
 
-@cache
-def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
-    """The float32 matrix that ``TiedIO(V, D).init(PRNGKey(seed), ...)`` draws."""
-    import jax
-    import jax.numpy as jnp
+def ids_of(case: Case) -> np.ndarray:
+    args = case.args
+    ids = args["args"][1] if "args" in args else args["token_ids"]
+    return np.asarray(ids).astype(int)
 
-    module = _reference_module()(vocab_size=vocab_size, d_model=d_model)
-    variables = module.init(jax.random.PRNGKey(seed), jnp.zeros((1,), jnp.int32))
-    return np.asarray(variables["params"]["embedding"])
 
+def init_std_finding(values, n: int, expected: float, shown) -> Finding | None:
+    """``common.init_std`` when the std of a drawn matrix of ``n`` entries is off.
+
+    The sample std of n normal draws has a relative spread of about 1/sqrt(2n); allow
+    ten of those, and only where n makes that a meaningful bound."""
+    std = sample_std(values)
+    if n >= 10_000 and not abs(std - expected) <= 10 * expected / np.sqrt(2 * n):  # NaN fails too
+        return Finding("common.init_std", {"got": f"{std:.4g}", "expected": shown})
+    return None
+
+
+# -------------------------------------------------------------- the tied matrix: its logits, its gradient, its symptoms
 
 def tied_logits(embedding, token_ids) -> np.ndarray:
     """``E[ids] @ E.T`` in float64: the reference adds no rounding of its own."""
@@ -112,8 +104,6 @@ def gradient_reference(case: Case) -> dict:
             "paths": gradient_paths(args["embedding"], args["token_ids"], args["targets"])}
 
 
-# ---------------------------------------------------------------- what a wrong result shows
-
 def looked_up_rows(embedding, value, tol: dict = FORWARD_TOL) -> np.ndarray | None:
     """For each row of ``value``, the token whose row of ``E @ E.T`` it is, or None
     when some row is none of them (then the projection itself is wrong)."""
@@ -128,13 +118,12 @@ def looked_up_rows(embedding, value, tol: dict = FORWARD_TOL) -> np.ndarray | No
     return nearest if close(arr, gram[nearest], **tol) else None
 
 
-def logits_symptom(keys: dict, embedding, token_ids, value, tol: dict = FORWARD_TOL) -> Finding | None:
-    """What a wrong ``(T, V)`` result of the tied logits shows, given the matrix and the
-    ids it was computed from; ``keys`` gives each symptom its chapter's message key.
-    ``value`` may be flattened: it is read in the layout its size allows."""
+def logits_symptom(keys: dict, embedding, token_ids, value, ref, tol: dict = FORWARD_TOL) -> Finding | None:
+    """What a wrong ``(T, V)`` result of the tied logits ``ref`` shows, given the matrix
+    and the ids it was computed from; ``keys`` gives each symptom its chapter's message
+    key.  ``value`` may be flattened: it is read in the layout its size allows."""
     emb = np.asarray(embedding, np.float64)
     ids = np.asarray(token_ids, int)
-    ref = tied_logits(emb, ids)
     arr = as_numbers(value)
     if arr is None:
         return None
@@ -170,7 +159,7 @@ def judge_logits(keys: dict, matrix, flat: bool, tol: dict = FORWARD_TOL, dtype:
         embedding, ids = matrix(case), ids_of(case)
         if flat and close(np.ravel(value), ref, **tol):
             return Finding("common.not_flattened")
-        symptom = logits_symptom(keys, embedding, ids, value, tol)
+        symptom = logits_symptom(keys, embedding, ids, value, np.reshape(ref, (len(ids), -1)), tol)
         if symptom is not None:
             return Finding(symptom.key, {**finding.params, **symptom.params})
         if np.size(value) == np.size(ref) and self_logits_negative(np.reshape(value, (len(ids), -1)), ids):
@@ -206,33 +195,15 @@ def judge_gradient(keys: dict):
     return judge
 
 
-# ---------------------------------------------------------------- cases
-
-def ids_of(case: Case) -> np.ndarray:
-    args = case.args
-    ids = args["args"][1] if "args" in args else args["token_ids"]
-    return np.asarray(ids).astype(int)
-
-
-def embed_sizes(case: Case) -> tuple[int, int, int]:
-    seed, _, v, d = case.args["args"]
-    return int(seed), int(v), int(d)
+KEYS = dict(
+    transposed="linen.product_transposed", missing_transpose="linen.missing_transpose",
+    no_lookup="linen.no_lookup", wrong_rows="linen.wrong_rows", scaled="linen.scaled",
+    grad_after_forward="linen.grad_after_forward", grad_blocked="linen.grad_blocked",
+    grad_lookup_blocked="linen.grad_lookup_blocked", grad_head_blocked="linen.grad_head_blocked",
+)
 
 
-def embed_cases(item: str) -> list[Case]:
-    """The worked example of ``tied_io_embed`` (every argument a float), then hidden
-    seeds, ids and sizes; ``item`` names the hidden generator."""
-    rng = hidden_rng(item)
-    t, v, d = len(PUBLIC["token_ids"]), PUBLIC["vocab_size"], PUBLIC["d_model"]
-    found = [Case("case.worked_example", {"fn": "tied_io_embed", "args": float_args(**PUBLIC)}, True,
-                  shape_shown(seed=0, T=t, V=v, D=d))]
-    for t, v, d in HIDDEN_SHAPES:
-        # Seeds from 1 on: a function that ignores its seed (always 0) is wrong on each.
-        args = dict(seed=int(rng.integers(1, 2**31 - 1)), token_ids=edge_ids(rng, t, v), vocab_size=v, d_model=d)
-        found.append(Case("case.hidden", {"fn": "tied_io_embed", "args": float_args(**args)},
-                          shown=shape_shown(T=t, V=v, D=d)))
-    return found
-
+# ---------------------------------------------------------------- TiedIO(vocab_size, d_model): its parameter
 
 def structure_cases() -> list[Case]:
     return [
@@ -243,10 +214,66 @@ def structure_cases() -> list[Case]:
     ]
 
 
-def random_matrix(rng: np.random.Generator, v: int, d: int) -> np.ndarray:
-    # Entries of std D^(-1/4) make every logit O(1), so float32 rounding stays far
-    # inside the tolerance whatever the order of the sums.
-    return rng.normal(0.0, d ** -0.25, (v, d)).astype(np.float32)
+def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
+    paths, shapes = tree["paths"], tree["shapes"]
+    shape = [case.args["vocab_size"], case.args["d_model"]]
+    if len(paths) != 1:
+        return Finding("linen.param_count", {"count": len(paths), "names": ", ".join(paths)})
+    if paths[0] != "params/embedding":
+        return Finding("linen.param_name", {"name": paths[0]})
+    if list(shapes[0]) != shape:
+        return Finding("common.wrong_param_shape", {"got": tuple(shapes[0]), "expected": tuple(shape)})
+    return init_std_finding(tree["values"][0], shape[0] * shape[1], INIT_STD, INIT_STD)
+
+
+TIEDIO_PARAMS = Item(
+    name="TiedIO.params", symbol="TiedIO", points=2, probe="tiedio_structure",
+    promises=(
+        Promise("a Linen module with fields vocab_size and d_model",
+                "probe tiedio_structure builds TiedIO(vocab_size=V, d_model=D) by keyword"),
+        Promise("it owns exactly one parameter", "judge_structure: linen.param_count; linen.second_param "
+                "(NameInUseError)"),
+        Promise("named embedding", "judge_structure: linen.param_name (the path must be params/embedding)"),
+        Promise("of shape (V, D)", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
+                "V=512, D=256 (hidden); linen.param_shape when the grader's (V, D) matrix is refused"),
+        Promise("initialised with nn.initializers.normal(stddev=0.02)",
+                "judge_structure: common.init_std on the V=512, D=256 case (tolerance 10 standard errors); the "
+                "exact draw is held by tied_io_embed's values"),
+        Promise("the worked example: one (4, 3) leaf", "public case V=4, D=3, seed 0, as in the notebook"),
+    ),
+    cases=structure_cases, reference=lambda case: None, judge=judge_structure,
+)
+
+
+# ---------------------------------------------------------------- TiedIO.__call__(token_ids) -> logits (T, V)
+
+@cache
+def _reference_module():
+    import flax.linen as nn
+
+    class TiedIO(nn.Module):
+        vocab_size: int
+        d_model: int
+
+        @nn.compact
+        def __call__(self, token_ids):
+            embedding = self.param(
+                "embedding", nn.initializers.normal(stddev=INIT_STD), (self.vocab_size, self.d_model)
+            )
+            return embedding[token_ids] @ embedding.T
+
+    return TiedIO
+
+
+@cache
+def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
+    """The float32 matrix that ``TiedIO(V, D).init(PRNGKey(seed), ...)`` draws."""
+    import jax
+    import jax.numpy as jnp
+
+    module = _reference_module()(vocab_size=vocab_size, d_model=d_model)
+    variables = module.init(jax.random.PRNGKey(seed), jnp.zeros((1,), jnp.int32))
+    return np.asarray(variables["params"]["embedding"])
 
 
 def forward_cases(item: str, drawn) -> list[Case]:
@@ -261,6 +288,33 @@ def forward_cases(item: str, drawn) -> list[Case]:
         args = dict(vocab_size=v, d_model=d, token_ids=edge_ids(rng, t, v), embedding=random_matrix(rng, v, d))
         found.append(Case("case.hidden", args, shown=shape_shown(T=t, V=v, D=d)))
     return found
+
+
+TIEDIO_CALL = Item(
+    name="TiedIO.__call__", symbol="TiedIO", points=2, probe="tiedio_forward",
+    promises=(
+        Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedio_forward passes int32 ids"),
+        Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
+                "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; "
+                "every case with two or more ids holds id V-1 first and id 0 last"),
+        Promise("returns logits of shape (T, V)", "compare_arrays: common.wrong_shape; linen.product_transposed "
+                "for embedding @ x.T; linen.no_lookup for (V, V)"),
+        Promise("look the ids up in it", "logits_symptom: linen.wrong_rows (an off-by-one or reordered lookup)"),
+        Promise("then project with its transpose", "logits_symptom: linen.missing_transpose (runs on the square "
+                "case V=D=16, raises elsewhere: MISSING_TRANSPOSE); linen.scaled for a rescaled product"),
+        Promise("the projection reads the same parameter", "the grader applies the module with only "
+                "params/embedding given: a second parameter raises linen.param_not_found"),
+        Promise("values", "matches E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader"),
+    ),
+    cases=partial(forward_cases, "01_linen/TiedIO.__call__", reference_embedding),
+    reference=lambda case: tied_logits(case.args["embedding"], case.args["token_ids"]),
+    judge=judge_logits(KEYS, lambda case: case.args["embedding"], flat=False),
+)
+
+
+# ---------------------------------------------------------------- TiedIO: the gradient reaches the matrix by both paths
+
+GRAD_PUBLIC = dict(token_ids=[0, 2, 2], targets=[2, 2, 3])  # the gradient cell, on the worked example's module
 
 
 def gradient_cases() -> list[Case]:
@@ -278,32 +332,49 @@ def gradient_cases() -> list[Case]:
     return found
 
 
-# ---------------------------------------------------------------- judges
-
-def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
-    paths, shapes = tree["paths"], tree["shapes"]
-    shape = [case.args["vocab_size"], case.args["d_model"]]
-    if len(paths) != 1:
-        return Finding("linen.param_count", {"count": len(paths), "names": ", ".join(paths)})
-    if paths[0] != "params/embedding":
-        return Finding("linen.param_name", {"name": paths[0]})
-    if list(shapes[0]) != shape:
-        return Finding("common.wrong_param_shape", {"got": tuple(shapes[0]), "expected": tuple(shape)})
-    n = shape[0] * shape[1]
-    # The sample std of n normal draws has a relative spread of about 1/sqrt(2n);
-    # allow ten of those, and only where n makes that a meaningful bound.
-    std = sample_std(tree["values"][0])
-    if n >= 10_000 and not abs(std - INIT_STD) <= 10 * INIT_STD / np.sqrt(2 * n):  # NaN fails too
-        return Finding("common.init_std", {"got": f"{std:.4g}", "expected": INIT_STD})
-    return None
-
-
-KEYS = dict(
-    transposed="linen.product_transposed", missing_transpose="linen.missing_transpose",
-    no_lookup="linen.no_lookup", wrong_rows="linen.wrong_rows", scaled="linen.scaled",
-    grad_after_forward="linen.grad_after_forward", grad_blocked="linen.grad_blocked",
-    grad_lookup_blocked="linen.grad_lookup_blocked", grad_head_blocked="linen.grad_head_blocked",
+TIEDIO_GRADIENT = Item(
+    name="TiedIO.gradient", symbol="TiedIO", points=2, probe="tiedio_gradient",
+    promises=(
+        Promise("both uses of embedding stay differentiable: the gradient of a loss with respect to it is the sum of "
+                "the lookup path and the projection path",
+                "probe tiedio_gradient takes jax.grad of the mean cross-entropy through TiedIO.apply and sends the "
+                "raw gradient; judge_gradient compares it with gradient_paths (both paths, float64) within "
+                "rtol=1e-4, atol=1e-6"),
+        Promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)",
+                "linen.grad_lookup_blocked / linen.grad_head_blocked / linen.grad_blocked name the missing path; "
+                "a NumPy conversion under jax.grad is linen.grad_numpy, with the student's line"),
+        Promise("the worked example: ids [0, 2, 2], targets [2, 2, 3] on the module's own (4, 3) matrix prints True",
+                "public case: the same matrix (TiedIO(4, 3) at PRNGKey(0)), ids and targets"),
+        Promise("1 to 64 ids, with V up to 512 and D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); "
+                "T=64, V=512, D=256"),
+    ),
+    cases=gradient_cases, reference=gradient_reference, judge=judge_gradient(KEYS),
+    errors=(ErrorPattern("linen.grad_numpy", r"TracerArrayConversionError"),),
 )
+
+
+# ---------------------------------------------------------------- tied_io_embed(seed, token_ids, vocab_size, d_model)
+
+# tied_io_embed's logits are about 0.02² · D: its own, tighter tolerance.
+EMBED_TOL = dict(rtol=1e-5, atol=1e-6)
+
+
+def embed_sizes(case: Case) -> tuple[int, int, int]:
+    seed, _, v, d = case.args["args"]
+    return int(seed), int(v), int(d)
+
+
+def embed_cases(item: str) -> list[Case]:
+    """The worked example of ``tied_io_embed`` (every argument a float), then hidden
+    seeds, ids and sizes; ``item`` names the hidden generator."""
+    rng = hidden_rng(item)
+    t, v, d = len(PUBLIC["token_ids"]), PUBLIC["vocab_size"], PUBLIC["d_model"]
+    found = [Case("case.worked_example", {"args": float_args(**PUBLIC)}, True, shape_shown(seed=0, T=t, V=v, D=d))]
+    for t, v, d in HIDDEN_SHAPES:
+        # Seeds from 1 on: a function that ignores its seed (always 0) is wrong on each.
+        args = dict(seed=int(rng.integers(1, 2**31 - 1)), token_ids=edge_ids(rng, t, v), vocab_size=v, d_model=d)
+        found.append(Case("case.hidden", {"args": float_args(**args)}, shown=shape_shown(T=t, V=v, D=d)))
+    return found
 
 
 def judge_embed(case: Case, value, ref) -> Finding | None:
@@ -316,81 +387,34 @@ def judge_embed(case: Case, value, ref) -> Finding | None:
     return finding
 
 
-MISSING_TRANSPOSE = ErrorPattern("linen.missing_transpose", r"TypeError|ValueError", r"dot_general requires contracting|matmul")
-FLOAT_IDS = ErrorPattern("linen.float_ids", r"TypeError|IndexError", r"integer or boolean|indices must be integers")
-FLOAT_SIZES = ErrorPattern("linen.float_sizes", r"TypeError",
-                           r"Shapes must be 1D sequences of concrete values of integer")
-FLOAT_SEED = ErrorPattern("linen.float_seed", r"TypeError", r"PRNG key seed must be an integer")
-# An nn.Embed named "embedding" looks for its own dict of parameters in the grader's array.
-SUBMODULE = ErrorPattern("linen.submodule", r"TypeError", r"Array.__contains__: unsupported operand type")
-NUMPY_IN_GRADIENT = ErrorPattern("linen.grad_numpy", r"TracerArrayConversionError")
-
-STRUCTURE_PROMISES = (
-    Promise("a Linen module with fields vocab_size and d_model",
-            "probe tiedio_structure builds TiedIO(vocab_size=V, d_model=D) by keyword"),
-    Promise("it owns exactly one parameter", "judge_structure: linen.param_count; linen.second_param (NameInUseError)"),
-    Promise("named embedding", "judge_structure: linen.param_name (the path must be params/embedding)"),
-    Promise("of shape (V, D)", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
-            "V=512, D=256 (hidden); linen.param_shape when the grader's (V, D) matrix is refused"),
-    Promise("initialised with nn.initializers.normal(stddev=0.02)",
-            "judge_structure: common.init_std on the V=512, D=256 case (tolerance 10 standard errors); the exact "
-            "draw is held by tied_io_embed's values"),
-    Promise("the worked example: one (4, 3) leaf", "public case V=4, D=3, seed 0, as in the notebook"),
-)
-FORWARD_PROMISES = (
-    Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedio_forward passes int32 ids"),
-    Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
-            "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; "
-            "every case with two or more ids holds id V-1 first and id 0 last"),
-    Promise("returns logits of shape (T, V)", "compare_arrays: common.wrong_shape; linen.product_transposed "
-            "for embedding @ x.T; linen.no_lookup for (V, V)"),
-    Promise("look the ids up in it", "logits_symptom: linen.wrong_rows (an off-by-one or reordered lookup)"),
-    Promise("then project with its transpose", "logits_symptom: linen.missing_transpose (runs on the square case "
-            "V=D=16, raises elsewhere: MISSING_TRANSPOSE); linen.scaled for a rescaled product"),
-    Promise("the projection reads the same parameter", "the grader applies the module with only params/embedding "
-            "given: a second parameter raises linen.param_not_found"),
-    Promise("values", "matches E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader"),
-)
-GRADIENT_PROMISES = (
-    Promise("both uses of embedding stay differentiable: the gradient of a loss with respect to it is the sum of "
-            "the lookup path and the projection path",
-            "probe tiedio_gradient takes jax.grad of the mean cross-entropy through TiedIO.apply and sends the raw "
-            "gradient; judge_gradient compares it with gradient_paths (both paths, float64) within rtol=1e-4, "
-            "atol=1e-6"),
-    Promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)",
-            "linen.grad_lookup_blocked / linen.grad_head_blocked / linen.grad_blocked name the missing path; "
-            "a NumPy conversion under jax.grad is linen.grad_numpy, with the student's line"),
-    Promise("the worked example: ids [0, 2, 2], targets [2, 2, 3] on the module's own (4, 3) matrix prints True",
-            "public case: the same matrix (TiedIO(4, 3) at PRNGKey(0)), ids and targets"),
-    Promise("1 to 64 ids, with V up to 512 and D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); "
-            "T=64, V=512, D=256"),
-)
-EMBED_PROMISES = (
-    Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
-            "every case sends floats, the ids a float32 array; called positionally as the signature has no defaults"),
-    Promise("cast V and D to int", "FLOAT_SIZES: linen.float_sizes"),
-    Promise("and the ids to jnp.int32", "FLOAT_IDS: linen.float_ids"),
-    Promise("initialise TiedIO with jax.random.PRNGKey(int(seed))", "values equal the reference's draw for each "
-            "hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed"),
-    Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; common.untied "
-            "when a token's logit with itself is negative; linen.scaled"),
-    Promise("return the logits flattened to shape (T·V,)", "common.not_flattened when the (T, V) array is right"),
-    Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
-            "(common.wrong_dtype)"),
-    Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
+TIED_IO_EMBED = Item(
+    name="tied_io_embed", points=3, probe="call",
+    promises=(
+        Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
+                "every case sends floats, the ids a float32 array; called positionally as the signature has no "
+                "defaults"),
+        Promise("cast V and D to int", "FLOAT_SIZES: linen.float_sizes"),
+        Promise("and the ids to jnp.int32", "FLOAT_IDS: linen.float_ids"),
+        Promise("initialise TiedIO with jax.random.PRNGKey(int(seed))", "values equal the reference's draw for each "
+                "hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed"),
+        Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; "
+                "common.untied when a token's logit with itself is negative; linen.scaled"),
+        Promise("return the logits flattened to shape (T·V,)", "common.not_flattened when the (T, V) array is right"),
+        Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
+                "(common.wrong_dtype)"),
+        Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
+    ),
+    cases=partial(embed_cases, "01_linen/tied_io_embed"),
+    reference=lambda case: tied_logits(reference_embedding(*embed_sizes(case)), ids_of(case)).reshape(-1),
+    judge=judge_embed,
 )
 
 
-# ---------------------------------------------------------------- SharedEmbedLM: one nn.Embed, two submodules' worth of use
+# ---------------------------------------------------------------- SharedEmbedLM: one nn.Embed, used by lookup and head
 
 # Its parameter tree, as jax.tree_util lists it (sorted keys), with each leaf's shape.
 SHARED_LEAVES = {"params/embed/embedding": ("V", "D"), "params/mixer/bias": ("D",), "params/mixer/kernel": ("D", "D")}
 SHARED_PUBLIC = dict(vocab_size=8, d_model=4, token_ids=[1, 3, 3, 7])  # the notebook's worked example
-
-
-def shared_shapes(v: int, d: int) -> dict[str, list[int]]:
-    sizes = {"V": v, "D": d}
-    return {path: [sizes[s] for s in shape] for path, shape in SHARED_LEAVES.items()}
 
 
 def shared_structure_cases() -> list[Case]:
@@ -407,7 +431,8 @@ def shared_structure_cases() -> list[Case]:
 
 def judge_shared_structure(case: Case, tree: dict, _ref) -> Finding | None:
     v, d = case.args["vocab_size"], case.args["d_model"]
-    expected = shared_shapes(v, d)
+    sizes = {"V": v, "D": d}
+    expected = {path: [sizes[s] for s in shape] for path, shape in SHARED_LEAVES.items()}
     paths, shapes = list(tree["paths"]), [list(s) for s in tree["shapes"]]
     tables = [p for p, s in zip(paths, shapes) if p.endswith("/embedding") and s == [v, d]]
     if len(tables) > 1:
@@ -423,12 +448,36 @@ def judge_shared_structure(case: Case, tree: dict, _ref) -> Finding | None:
     for path, shape in zip(paths, shapes):
         if shape != expected[path]:
             return Finding("common.wrong_param_shape", {"got": tuple(shape), "expected": tuple(expected[path])})
-    # As for TiedIO: the std of the table, where V·D makes ten standard errors a tight bound.
-    std = sample_std(tree["values"][paths.index("params/embed/embedding")])
-    if v * d >= 10_000 and not abs(std - INIT_STD) <= 10 * INIT_STD / np.sqrt(2 * v * d):  # NaN fails too
-        return Finding("common.init_std", {"got": f"{std:.4g}", "expected": INIT_STD})
-    return None
+    # As for TiedIO: the std of the table.
+    return init_std_finding(tree["values"][paths.index("params/embed/embedding")], v * d, INIT_STD, INIT_STD)
 
+
+SHARED_PARAMS = Item(
+    name="SharedEmbedLM.params", symbol="SharedEmbedLM", points=2, probe="shared_structure",
+    promises=(
+        Promise("a Linen module SharedEmbedLM with fields vocab_size and d_model",
+                "probe shared_structure builds SharedEmbedLM(vocab_size=V, d_model=D) by keyword"),
+        Promise("ONE nn.Embed named embed: params/embed/embedding of shape (V, D)",
+                "judge_shared_structure: linen.shared_two_embeds for a second (V, D) table; "
+                "linen.shared_param_names for another name; common.wrong_param_shape"),
+        Promise("the head is that table (embed.attend), not a matrix of its own",
+                "judge_shared_structure: linen.shared_dense_head for any (D, V) leaf outside the three expected "
+                "paths (V=D=16 hidden case included: a head's kernel then has the mixer's shape but another path); "
+                "the forward item gives only the three expected leaves, so a head of its own raises "
+                "linen.param_not_found"),
+        Promise("an nn.Dense(d_model) named mixer between lookup and head: params/mixer/kernel (D, D) and "
+                "params/mixer/bias (D,)", "judge_shared_structure: linen.shared_no_mixer when no params/mixer leaf "
+                "exists; linen.shared_param_names for a missing bias or other names; common.wrong_param_shape"),
+        Promise("nothing else: exactly those three leaves", "judge_shared_structure: linen.shared_param_names"),
+        Promise("the table initialised with nn.initializers.normal(stddev=0.02)",
+                "judge_shared_structure: common.init_std on the V=512, D=256 case (ten standard errors)"),
+        Promise("the worked example: V=8, D=4, the printed tree of shapes", "public case V=8, D=4, seed 0"),
+    ),
+    cases=shared_structure_cases, reference=lambda case: None, judge=judge_shared_structure,
+)
+
+
+# ---------------------------------------------------------------- SharedEmbedLM.__call__(token_ids) -> logits (T, V)
 
 def shared_forward_cases() -> list[Case]:
     """Parameters the grader draws (the table, the mixer's kernel and bias), each sized
@@ -464,37 +513,34 @@ def judge_shared_forward(case: Case, value, ref) -> Finding | None:
     return finding
 
 
-SHARED_STRUCTURE_PROMISES = (
-    Promise("a Linen module SharedEmbedLM with fields vocab_size and d_model",
-            "probe shared_structure builds SharedEmbedLM(vocab_size=V, d_model=D) by keyword"),
-    Promise("ONE nn.Embed named embed: params/embed/embedding of shape (V, D)",
-            "judge_shared_structure: linen.shared_two_embeds for a second (V, D) table; "
-            "linen.shared_param_names for another name; common.wrong_param_shape"),
-    Promise("the head is that table (embed.attend), not a matrix of its own",
-            "judge_shared_structure: linen.shared_dense_head for any (D, V) leaf outside the three expected paths "
-            "(V=D=16 hidden case included: a head's kernel then has the mixer's shape but another path); "
-            "the forward item gives only the three expected leaves, so a head of its own raises "
-            "linen.param_not_found"),
-    Promise("an nn.Dense(d_model) named mixer between lookup and head: params/mixer/kernel (D, D) and "
-            "params/mixer/bias (D,)", "judge_shared_structure: linen.shared_no_mixer when no params/mixer leaf "
-            "exists; linen.shared_param_names for a missing bias or other names; common.wrong_param_shape"),
-    Promise("nothing else: exactly those three leaves", "judge_shared_structure: linen.shared_param_names"),
-    Promise("the table initialised with nn.initializers.normal(stddev=0.02)",
-            "judge_shared_structure: common.init_std on the V=512, D=256 case (ten standard errors)"),
-    Promise("the worked example: V=8, D=4, the printed tree of shapes", "public case V=8, D=4, seed 0"),
+SHARED_CALL = Item(
+    name="SharedEmbedLM.__call__", symbol="SharedEmbedLM", points=2, probe="shared_forward",
+    promises=(
+        Promise("__call__(token_ids) takes int ids of shape (T,)", "probe shared_forward passes int32 ids"),
+        Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256",
+                "hidden cases T=1; V=D=16; T=64 over V=9; T=33, V=50; T=64, V=512, D=256; ids hold V-1 and 0"),
+        Promise("returns float32 logits of shape (T, V)", "compare_arrays: common.wrong_shape, common.wrong_dtype"),
+        Promise("look the ids up in embed, apply mixer, then embed.attend",
+                "the grader applies the module with its own table, kernel and bias and compares with "
+                "(E[ids] @ W + b) @ E.T in float64 within rtol=1e-4, atol=1e-5; linen.shared_mixer_skipped when "
+                "the result is E[ids] @ E.T"),
+        Promise("the worked example: logits (4, 8) float32 that equal the hand-written mixer(E[ids]) @ E.T",
+                "public case: V=8, D=4, the notebook's ids [1, 3, 3, 7], parameters the grader draws"),
+    ),
+    cases=shared_forward_cases, reference=lambda case: shared_logits(case.args), judge=judge_shared_forward,
 )
-SHARED_FORWARD_PROMISES = (
-    Promise("__call__(token_ids) takes int ids of shape (T,)", "probe shared_forward passes int32 ids"),
-    Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256",
-            "hidden cases T=1; V=D=16; T=64 over V=9; T=33, V=50; T=64, V=512, D=256; ids hold V-1 and 0"),
-    Promise("returns float32 logits of shape (T, V)", "compare_arrays: common.wrong_shape, common.wrong_dtype"),
-    Promise("look the ids up in embed, apply mixer, then embed.attend",
-            "the grader applies the module with its own table, kernel and bias and compares with "
-            "(E[ids] @ W + b) @ E.T in float64 within rtol=1e-4, atol=1e-5; linen.shared_mixer_skipped when the "
-            "result is E[ids] @ E.T"),
-    Promise("the worked example: logits (4, 8) float32 that equal the hand-written mixer(E[ids]) @ E.T",
-            "public case: V=8, D=4, the notebook's ids [1, 3, 3, 7], parameters the grader draws"),
-)
+
+
+# ---------------------------------------------------------------- the chapter
+
+MISSING_TRANSPOSE = ErrorPattern("linen.missing_transpose", r"TypeError|ValueError",
+                                 r"dot_general requires contracting|matmul")
+FLOAT_IDS = ErrorPattern("linen.float_ids", r"TypeError|IndexError", r"integer or boolean|indices must be integers")
+FLOAT_SIZES = ErrorPattern("linen.float_sizes", r"TypeError",
+                           r"Shapes must be 1D sequences of concrete values of integer")
+FLOAT_SEED = ErrorPattern("linen.float_seed", r"TypeError", r"PRNG key seed must be an integer")
+# An nn.Embed named "embedding" looks for its own dict of parameters in the grader's array.
+SUBMODULE = ErrorPattern("linen.submodule", r"TypeError", r"Array.__contains__: unsupported operand type")
 
 CHAPTER = Chapter(
     id="01_linen",
@@ -504,38 +550,5 @@ CHAPTER = Chapter(
             ErrorPattern("linen.second_param", r"NameInUseError"),
             ErrorPattern("linen.param_not_found", r"ScopeParamNotFoundError"),
             ErrorPattern("linen.param_shape", r"ScopeParamShapeError")),
-    items=(
-        Item(
-            name="TiedIO.params", symbol="TiedIO", points=2, probe="tiedio_structure",
-            cases=structure_cases, reference=lambda case: None, judge=judge_structure,
-            promises=STRUCTURE_PROMISES,
-        ),
-        Item(
-            name="TiedIO.__call__", symbol="TiedIO", points=2, probe="tiedio_forward",
-            cases=partial(forward_cases, "01_linen/TiedIO.__call__", reference_embedding),
-            reference=lambda case: tied_logits(case.args["embedding"], case.args["token_ids"]),
-            judge=judge_logits(KEYS, lambda case: case.args["embedding"], flat=False),
-            promises=FORWARD_PROMISES,
-        ),
-        Item(
-            name="TiedIO.gradient", symbol="TiedIO", points=2, probe="tiedio_gradient",
-            cases=gradient_cases, reference=gradient_reference, judge=judge_gradient(KEYS),
-            errors=(NUMPY_IN_GRADIENT,), promises=GRADIENT_PROMISES,
-        ),
-        Item(
-            name="tied_io_embed", points=3, probe="call", cases=partial(embed_cases, "01_linen/tied_io_embed"),
-            reference=lambda case: tied_logits(reference_embedding(*embed_sizes(case)), ids_of(case)).reshape(-1),
-            judge=judge_embed, promises=EMBED_PROMISES,
-        ),
-        Item(
-            name="SharedEmbedLM.params", symbol="SharedEmbedLM", points=2, probe="shared_structure",
-            cases=shared_structure_cases, reference=lambda case: None, judge=judge_shared_structure,
-            promises=SHARED_STRUCTURE_PROMISES,
-        ),
-        Item(
-            name="SharedEmbedLM.__call__", symbol="SharedEmbedLM", points=2, probe="shared_forward",
-            cases=shared_forward_cases, reference=lambda case: shared_logits(case.args), judge=judge_shared_forward,
-            promises=SHARED_FORWARD_PROMISES,
-        ),
-    ),
+    items=(TIEDIO_PARAMS, TIEDIO_CALL, TIEDIO_GRADIENT, TIED_IO_EMBED, SHARED_PARAMS, SHARED_CALL),
 )
