@@ -1,7 +1,9 @@
 """Chapter 02, Flax NNX: ``TiedEmbed``, ``tied_io_embed`` and ``tied_grad_paths``.
 
 The tied logits, the two paths of the gradient and the symptoms of a wrong lookup or
-projection are chapter 01's (``linen.py``): the matrix is the same, only its holder differs.
+projection are chapter 01's (``linen.py``): the matrix is the same, only its holder
+differs.  What the module's items share comes first, then one block per exercise, in
+the notebook's order, each ending with its ``Item``.
 """
 from __future__ import annotations
 
@@ -9,18 +11,20 @@ from functools import cache, partial
 
 import numpy as np
 
-from ..cases import extremes, hidden_rng, sample_std
+from ..cases import extremes, hidden_rng
 from ..judge import close, matches_reference
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 from .linen import (GRAD_SHAPES, GRAD_TOL, PUBLIC, edge_ids, embed_cases, embed_sizes, forward_cases, gradient_paths,
-                    gradient_reference, ids_of, judge_gradient, judge_logits, random_matrix, shape_shown,
-                    structure_cases, tied_logits)
+                    gradient_reference, ids_of, init_std_finding, judge_gradient, judge_logits, random_matrix,
+                    shape_shown, structure_cases, tied_logits)
 
-# The gradient cells: E = normal(key(1), (5, 3)) / sqrt(3), and ids that repeat token 2,
-# so that a lookup gradient written with .set instead of .add already shows there.
-GRAD_PUBLIC = dict(token_ids=[0, 2, 2], targets=[2, 2, 4], vocab_size=5, d_model=3, key=1)
-EMBED_TOL = dict(rtol=1e-5, atol=1e-5)
-DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
+KEYS = dict(
+    transposed="nnx.product_transposed", missing_transpose="nnx.missing_transpose",
+    no_lookup="nnx.no_lookup", wrong_rows="nnx.wrong_rows", scaled="nnx.scaled",
+    grad_after_forward="nnx.grad_after_forward", grad_blocked="nnx.grad_blocked",
+    grad_lookup_blocked="nnx.grad_lookup_blocked", grad_head_blocked="nnx.grad_head_blocked",
+)
+PROBED = ("kind", "params", "path", "logits")  # what the forward and gradient probes report
 
 
 @cache
@@ -50,8 +54,115 @@ def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
     return np.asarray(model.embedding[...])
 
 
-def reference_embed(seed, ids, vocab_size, d_model) -> np.ndarray:
-    return tied_logits(reference_embedding(seed, vocab_size, d_model), ids).reshape(-1)
+def _names(paths) -> str:
+    return ", ".join(paths) or "-"
+
+
+def malformed(value, fields=PROBED) -> Finding | None:
+    """A report that is not what the probe writes (a channel someone altered)."""
+    if isinstance(value, dict) and all(f in value for f in fields) and isinstance(value["params"], list):
+        return None
+    return Finding("common.not_an_array", {"type": type(value).__name__})
+
+
+def nowhere_written(value: dict) -> Finding:
+    """The module keeps no (V, D) matrix where the grader could write its own: at
+    self.embedding something that is no parameter, and no nnx.Param anywhere (that is
+    all nnx.state(model, nnx.Param) can miss), or parameters none of which fits."""
+    if value["kind"] and not value["params"]:
+        return Finding("nnx.not_a_param", {"name": "embedding", "kind": value["kind"]})
+    return Finding("nnx.no_matrix", {"names": _names(value["params"])})
+
+
+# ---------------------------------------------------------------- TiedEmbed(vocab_size, d_model, rngs): its parameter
+
+def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
+    paths, shapes, values = tree["paths"], tree["shapes"], tree["values"]
+    v, d = case.args["vocab_size"], case.args["d_model"]
+    if not paths:
+        for other in tree["others"]:
+            if sorted(other["shape"]) == sorted([v, d]):
+                return Finding("nnx.not_a_param", {"name": other["path"], "kind": other["kind"]})
+        return Finding("nnx.no_param")
+    if len(paths) > 1:
+        prints = [extremes(v) for v in values]
+        copies = [p for p, f in zip(paths[1:], prints[1:]) if f is not None and prints[0] is not None
+                  and f.shape == prints[0].shape and np.allclose(f, prints[0], rtol=1e-6, atol=0)]
+        if copies:
+            return Finding("nnx.copied_param", {"names": _names(paths), "copy": _names(copies)})
+        return Finding("nnx.param_count", {"count": len(paths), "names": _names(paths)})
+    if "/" in paths[0]:  # an nnx.Param inside a submodule, such as nnx.Embed's
+        return Finding("nnx.param_in_submodule", {"name": paths[0]})
+    if paths[0] != "embedding":
+        return Finding("nnx.param_name", {"name": paths[0]})
+    if list(shapes[0]) != [v, d]:
+        return Finding("common.wrong_param_shape", {"got": tuple(shapes[0]), "expected": (v, d)})
+    expected = 1.0 / np.sqrt(d)
+    return init_std_finding(values[0], v * d, expected, f"1/√{d} ≈ {expected:.4g}")
+
+
+TIEDEMBED_PARAMS = Item(
+    name="TiedEmbed.params", symbol="TiedEmbed", points=2, probe="tiedembed_structure",
+    promises=(
+        Promise("built as TiedEmbed(vocab_size, d_model, rngs=nnx.Rngs(seed))",
+                "probe _build: V and D positional, rngs by keyword, as the notebook writes it"),
+        Promise("stores the matrix as the only parameter", "judge_structure: nnx.param_count; nnx.copied_param for "
+                "a second Param that starts as a copy; nnx.no_param"),
+        Promise("self.embedding = nnx.Param(...)", "judge_structure: nnx.param_name; nnx.param_in_submodule (an "
+                "nnx.Embed's Param); nnx.not_a_param for a plain array or another Variable kind"),
+        Promise("a (V, D) matrix", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
+                "V=512, D=256 (hidden)"),
+        Promise("drawn from jax.random.normal with rngs.params(), divided by sqrt(D)",
+                "judge_structure: common.init_std on V=512, D=256 (10 standard errors); the exact draw is held by "
+                "tied_io_embed's values"),
+        Promise("the worked example: nnx.state(model, nnx.Param) holds one (4, 3) entry",
+                "public case V=4, D=3, seed 0"),
+    ),
+    cases=structure_cases, reference=lambda case: None, judge=judge_structure,
+)
+
+
+# ---------------------------------------------------------------- TiedEmbed.__call__(token_ids) -> logits (T, V)
+
+_judge_logits = judge_logits(KEYS, lambda case: case.args["embedding"], flat=False)
+
+
+def judge_forward(case: Case, value: dict, ref) -> Finding | None:
+    if malformed(value):
+        return malformed(value)
+    if value["logits"] is None:
+        return nowhere_written(value)
+    finding = _judge_logits(case, value["logits"], ref)
+    if finding is not None and finding.key in ("common.wrong_values", "common.untied") and len(value["params"]) > 1:
+        return Finding("nnx.forward_untied", {"count": len(value["params"]), "names": _names(value["params"])})
+    return finding
+
+
+TIEDEMBED_CALL = Item(
+    name="TiedEmbed.__call__", symbol="TiedEmbed", points=2, probe="tiedembed_forward",
+    promises=(
+        Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedembed_forward passes int32 ids"),
+        Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
+                "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; every "
+                "case with two or more ids holds id V-1 first and id 0 last"),
+        Promise("returns logits of shape (T, V)", "common.wrong_shape; nnx.product_transposed; nnx.no_lookup"),
+        Promise("look the ids up in the matrix", "nnx.wrong_rows (an off-by-one or reordered lookup)"),
+        Promise("then project with its transpose", "nnx.missing_transpose (square case, or MISSING_TRANSPOSE); "
+                "nnx.scaled; nnx.forward_untied when the projection reads a second Param"),
+        Promise("values", "E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader into "
+                "self.embedding (or the module's only (V, D) Param: the forward pass is judged on its own)"),
+    ),
+    cases=partial(forward_cases, "02_nnx/TiedEmbed.__call__", reference_embedding),
+    reference=lambda case: tied_logits(case.args["embedding"], case.args["token_ids"]),
+    judge=judge_forward,
+)
+
+
+# ------------------------------------------------------------- TiedEmbed: the gradient reaches the matrix by both paths
+
+# The gradient cells: E = normal(key(1), (5, 3)) / sqrt(3), and ids that repeat token 2,
+# so that a lookup gradient written with .set instead of .add already shows there.
+GRAD_PUBLIC = dict(token_ids=[0, 2, 2], targets=[2, 2, 4], vocab_size=5, d_model=3, key=1)
 
 
 @cache
@@ -62,14 +173,6 @@ def worked_matrix() -> np.ndarray:
 
     v, d = GRAD_PUBLIC["vocab_size"], GRAD_PUBLIC["d_model"]
     return np.asarray(jax.random.normal(jax.random.key(GRAD_PUBLIC["key"]), (v, d)) / jnp.sqrt(float(d)))
-
-
-# ---------------------------------------------------------------- cases
-
-def warnings_cases() -> list[Case]:
-    t, v, d = len(PUBLIC["token_ids"]), PUBLIC["vocab_size"], PUBLIC["d_model"]
-    return [Case("case.worked_example", {"vocab_size": v, "d_model": d, "token_ids": PUBLIC["token_ids"]}, True,
-                 shape_shown(T=t, V=v, D=d))]
 
 
 def _grad_inputs(name: str) -> list[tuple[dict, dict]]:
@@ -94,89 +197,7 @@ def gradient_cases() -> list[Case]:
     return found
 
 
-def grad_cases() -> list[Case]:
-    found = []
-    for n, (args, shown) in enumerate(_grad_inputs("02_nnx/tied_grad_paths")):
-        call = [args["embedding"], np.asarray(args["token_ids"], np.int32), np.asarray(args["targets"], np.int32)]
-        found.append(Case("case.hidden" if n else "case.worked_example", {"fn": "tied_grad_paths", "args": call},
-                          n == 0, shown))
-    return found
-
-
-# ---------------------------------------------------------------- judges
-
-def _names(paths) -> str:
-    return ", ".join(paths) or "-"
-
-
-def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
-    paths, shapes, values = tree["paths"], tree["shapes"], tree["values"]
-    v, d = case.args["vocab_size"], case.args["d_model"]
-    if not paths:
-        for other in tree["others"]:
-            if sorted(other["shape"]) == sorted([v, d]):
-                return Finding("nnx.not_a_param", {"name": other["path"], "kind": other["kind"]})
-        return Finding("nnx.no_param")
-    if len(paths) > 1:
-        prints = [extremes(v) for v in values]
-        copies = [p for p, f in zip(paths[1:], prints[1:]) if f is not None and prints[0] is not None
-                  and f.shape == prints[0].shape and np.allclose(f, prints[0], rtol=1e-6, atol=0)]
-        if copies:
-            return Finding("nnx.copied_param", {"names": _names(paths), "copy": _names(copies)})
-        return Finding("nnx.param_count", {"count": len(paths), "names": _names(paths)})
-    if "/" in paths[0]:  # an nnx.Param inside a submodule, such as nnx.Embed's
-        return Finding("nnx.param_in_submodule", {"name": paths[0]})
-    if paths[0] != "embedding":
-        return Finding("nnx.param_name", {"name": paths[0]})
-    if list(shapes[0]) != [v, d]:
-        return Finding("common.wrong_param_shape", {"got": tuple(shapes[0]), "expected": (v, d)})
-    n, expected = v * d, 1.0 / np.sqrt(d)
-    # The sample std of n normal draws has a relative spread of about 1/sqrt(2n);
-    # allow ten of those, and only where n makes that a meaningful bound.
-    std = sample_std(values[0])
-    if n >= 10_000 and not abs(std - expected) <= 10 * expected / np.sqrt(2 * n):  # NaN fails too
-        return Finding("common.init_std", {"got": f"{std:.4g}", "expected": f"1/√{d} ≈ {expected:.4g}"})
-    return None
-
-
-KEYS = dict(
-    transposed="nnx.product_transposed", missing_transpose="nnx.missing_transpose",
-    no_lookup="nnx.no_lookup", wrong_rows="nnx.wrong_rows", scaled="nnx.scaled",
-    grad_after_forward="nnx.grad_after_forward", grad_blocked="nnx.grad_blocked",
-    grad_lookup_blocked="nnx.grad_lookup_blocked", grad_head_blocked="nnx.grad_head_blocked",
-)
-_judge_logits = judge_logits(KEYS, lambda case: case.args["embedding"], flat=False)
 _judge_gradient = judge_gradient(KEYS)
-
-
-def nowhere_written(value: dict) -> Finding:
-    """The module keeps no (V, D) matrix where the grader could write its own: at
-    self.embedding something that is no parameter, and no nnx.Param anywhere (that is
-    all nnx.state(model, nnx.Param) can miss), or parameters none of which fits."""
-    if value["kind"] and not value["params"]:
-        return Finding("nnx.not_a_param", {"name": "embedding", "kind": value["kind"]})
-    return Finding("nnx.no_matrix", {"names": _names(value["params"])})
-
-
-PROBED = ("kind", "params", "path", "logits")  # what the forward and gradient probes report
-
-
-def malformed(value, fields=PROBED) -> Finding | None:
-    """A report that is not what the probe writes (a channel someone altered)."""
-    if isinstance(value, dict) and all(f in value for f in fields) and isinstance(value["params"], list):
-        return None
-    return Finding("common.not_an_array", {"type": type(value).__name__})
-
-
-def judge_forward(case: Case, value: dict, ref) -> Finding | None:
-    if malformed(value):
-        return malformed(value)
-    if value["logits"] is None:
-        return nowhere_written(value)
-    finding = _judge_logits(case, value["logits"], ref)
-    if finding is not None and finding.key in ("common.wrong_values", "common.untied") and len(value["params"]) > 1:
-        return Finding("nnx.forward_untied", {"count": len(value["params"]), "names": _names(value["params"])})
-    return finding
 
 
 def judge_model_gradient(case: Case, value: dict, ref: dict) -> Finding | None:
@@ -190,6 +211,39 @@ def judge_model_gradient(case: Case, value: dict, ref: dict) -> Finding | None:
     if finding is not None and finding.key == "common.not_an_array" and value["grad"] is None:
         return Finding("nnx.grad_not_a_param", {"kind": value["kind"]})
     return finding
+
+
+TIEDEMBED_GRADIENT = Item(
+    name="TiedEmbed.gradient", symbol="TiedEmbed", points=2, probe="tiedembed_gradient",
+    promises=(
+        Promise("the matrix is the one parameter nnx.grad trains: its gradient is the sum of the lookup path and "
+                "the projection path",
+                "probe tiedembed_gradient takes nnx.grad of the mean cross-entropy through the student's module and "
+                "sends the raw gradient of the matrix; judge_gradient compares with gradient_paths (float64) within "
+                "rtol=1e-4, atol=1e-6"),
+        Promise("nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)",
+                "nnx.grad_lookup_blocked / nnx.grad_head_blocked / nnx.grad_blocked name the missing path; "
+                "nnx.grad_numpy, with the student's line; nnx.grad_not_a_param when nnx.grad gives the matrix "
+                "nothing"),
+        Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
+                "public case: the same matrix, ids and targets"),
+        Promise("1 to 64 ids, V up to 512, D up to 256",
+                "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
+    ),
+    cases=gradient_cases, reference=gradient_reference, judge=judge_model_gradient,
+    errors=(ErrorPattern("nnx.grad_numpy", r"TracerArrayConversionError"),),
+)
+
+
+# ---------------------------------------------------------------- TiedEmbed raises no deprecation warning
+
+DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
+
+
+def warnings_cases() -> list[Case]:
+    t, v, d = len(PUBLIC["token_ids"]), PUBLIC["vocab_size"], PUBLIC["d_model"]
+    return [Case("case.worked_example", {"vocab_size": v, "d_model": d, "token_ids": PUBLIC["token_ids"]}, True,
+                 shape_shown(T=t, V=v, D=d))]
 
 
 def judge_warnings(case: Case, caught: list, _ref) -> Finding | None:
@@ -206,6 +260,26 @@ def judge_warnings(case: Case, caught: list, _ref) -> Finding | None:
     return None
 
 
+TIEDEMBED_WARNINGS = Item(
+    name="TiedEmbed.warnings", symbol="TiedEmbed", points=1, probe="tiedembed_warnings",
+    promises=(
+        Promise("read the array with self.embedding[...]; the class raises no DeprecationWarning",
+                "probe tiedembed_warnings records the deprecation warnings of building and calling it; those from "
+                "the student's lines fail: nnx.deprecated_value for .value, nnx.deprecated_api otherwise"),
+    ),
+    cases=warnings_cases, reference=lambda case: None, judge=judge_warnings,
+)
+
+
+# ---------------------------------------------------------------- tied_io_embed(seed, token_ids, vocab_size, d_model)
+
+EMBED_TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+def reference_embed(seed, ids, vocab_size, d_model) -> np.ndarray:
+    return tied_logits(reference_embedding(seed, vocab_size, d_model), ids).reshape(-1)
+
+
 def judge_embed(case: Case, value, ref) -> Finding | None:
     seed, v, d = embed_sizes(case)
     finding = judge_logits(KEYS, lambda c: reference_embedding(seed, v, d), flat=True, tol=EMBED_TOL,
@@ -219,11 +293,43 @@ def judge_embed(case: Case, value, ref) -> Finding | None:
     return finding
 
 
-# tied_grad_paths: symptoms compare with the two reference paths.
+TIED_IO_EMBED = Item(
+    name="tied_io_embed", points=2, probe="call",
+    promises=(
+        Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
+                "every case sends floats, the ids a float32 array; called positionally (no defaults)"),
+        Promise("cast V and D to int", "FLOAT_SIZES: nnx.float_sizes"),
+        Promise("and the ids to jnp.int32", "FLOAT_IDS: nnx.float_ids"),
+        Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden seed "
+                "(all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: nnx.float_seed"),
+        Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied"),
+        Promise("return the logits flattened to shape (T·V,) with .reshape(-1)", "common.not_flattened when the "
+                "(T, V) array is right"),
+        Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
+                "(common.wrong_dtype)"),
+        Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases as for __call__"),
+    ),
+    cases=partial(embed_cases, "02_nnx/tied_io_embed"),
+    reference=lambda case: reference_embed(embed_sizes(case)[0], ids_of(case), *embed_sizes(case)[1:]),
+    judge=judge_embed,
+)
+
+
+# ---------------------------------------------------------- tied_grad_paths(embedding, token_ids, targets) -> (2, V, D)
+
+def grad_cases() -> list[Case]:
+    found = []
+    for n, (args, shown) in enumerate(_grad_inputs("02_nnx/tied_grad_paths")):
+        call = [args["embedding"], np.asarray(args["token_ids"], np.int32), np.asarray(args["targets"], np.int32)]
+        found.append(Case("case.hidden" if n else "case.worked_example", {"args": call}, n == 0, shown))
+    return found
+
 
 def _paths(case: Case):
     return gradient_paths(*case.args["args"])
 
+
+# The symptoms compare with the two reference paths.
 
 def _grad_not_stacked(case: Case, value) -> bool:
     return np.shape(value) == np.shape(case.args["args"][0])
@@ -268,137 +374,48 @@ def _grad_slot_zero(slot: int):
     return test
 
 
-MISSING_TRANSPOSE = ErrorPattern("nnx.missing_transpose", r"TypeError|ValueError", r"dot_general requires contracting|matmul")
-FLOAT_IDS = ErrorPattern("nnx.float_ids", r"TypeError|IndexError|ValueError",
-                         r"integer or boolean|indices must be integers|Input type must be an integer")
-FLOAT_SIZES = ErrorPattern("nnx.float_sizes", r"TypeError",
-                           r"Shapes must be 1D sequences of concrete values of integer")
-FLOAT_SEED = ErrorPattern("nnx.float_seed", r"TypeError|ValueError",
-                          r"seed must be an integer|Invalid rng value: [-0-9.e]+,")
-NUMPY_IN_GRADIENT = ErrorPattern("nnx.grad_numpy", r"TracerArrayConversionError")
+TIED_GRAD_PATHS = Item(
+    name="tied_grad_paths", points=3, probe="call",
+    promises=(
+        Promise("tied_grad_paths(embedding, token_ids, targets): a (V, D) float32 matrix and int ids and targets of "
+                "shape (T,)", "cases send a float32 array and two int32 arrays, positionally"),
+        Promise("returns both paths stacked, shape (2, V, D)", "nnx.grad_not_stacked; common.wrong_shape"),
+        Promise("[0] the lookup path, [1] the projection path", "nnx.grad_swapped; nnx.grad_total for the sum in "
+                "one slot; nnx.grad_lookup_zero / nnx.grad_head_zero for a path stopped to zeros"),
+        Promise("of the mean cross-entropy", "nnx.grad_sum_not_mean"),
+        Promise("a repeated id adds its gradient to the row", "nnx.grad_set_not_add; the public case repeats token 2"),
+        Promise("the grader compares them with what nnx.grad gives", "gradient_paths in float64, rtol=1e-4, "
+                "atol=1e-6; no dtype is imposed (NumPy by hand is allowed)"),
+        Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
+                "public case: the same matrix, ids and targets"),
+        Promise("1 to 64 ids, V up to 512, D up to 256",
+                "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
+    ),
+    cases=grad_cases, reference=_paths,
+    judge=matches_reference((
+        Symptom("nnx.grad_not_stacked", _grad_not_stacked),
+        Symptom("nnx.grad_swapped", _grad_swapped),
+        Symptom("nnx.grad_total", _grad_total),
+        Symptom("nnx.grad_sum_not_mean", _grad_sum_not_mean),
+        Symptom("nnx.grad_set_not_add", _grad_set_not_add),
+        Symptom("nnx.grad_lookup_zero", _grad_slot_zero(0)),
+        Symptom("nnx.grad_head_zero", _grad_slot_zero(1)),
+    ), **GRAD_TOL),
+)
 
-STRUCTURE_PROMISES = (
-    Promise("built as TiedEmbed(vocab_size, d_model, rngs=nnx.Rngs(seed))",
-            "probe _build: V and D positional, rngs by keyword, as the notebook writes it"),
-    Promise("stores the matrix as the only parameter", "judge_structure: nnx.param_count; nnx.copied_param for a "
-            "second Param that starts as a copy; nnx.no_param"),
-    Promise("self.embedding = nnx.Param(...)", "judge_structure: nnx.param_name; nnx.param_in_submodule (an "
-            "nnx.Embed's Param); nnx.not_a_param for a plain array or another Variable kind"),
-    Promise("a (V, D) matrix", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
-            "V=512, D=256 (hidden)"),
-    Promise("drawn from jax.random.normal with rngs.params(), divided by sqrt(D)",
-            "judge_structure: common.init_std on V=512, D=256 (10 standard errors); the exact draw is held by "
-            "tied_io_embed's values"),
-    Promise("the worked example: nnx.state(model, nnx.Param) holds one (4, 3) entry", "public case V=4, D=3, seed 0"),
-)
-FORWARD_PROMISES = (
-    Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedembed_forward passes int32 ids"),
-    Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
-            "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; every "
-            "case with two or more ids holds id V-1 first and id 0 last"),
-    Promise("returns logits of shape (T, V)", "common.wrong_shape; nnx.product_transposed; nnx.no_lookup"),
-    Promise("look the ids up in the matrix", "nnx.wrong_rows (an off-by-one or reordered lookup)"),
-    Promise("then project with its transpose", "nnx.missing_transpose (square case, or MISSING_TRANSPOSE); "
-            "nnx.scaled; nnx.forward_untied when the projection reads a second Param"),
-    Promise("values", "E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader into "
-            "self.embedding (or the module's only (V, D) Param: the forward pass is judged on its own)"),
-)
-GRADIENT_PROMISES = (
-    Promise("the matrix is the one parameter nnx.grad trains: its gradient is the sum of the lookup path and "
-            "the projection path",
-            "probe tiedembed_gradient takes nnx.grad of the mean cross-entropy through the student's module and "
-            "sends the raw gradient of the matrix; judge_gradient compares with gradient_paths (float64) within "
-            "rtol=1e-4, atol=1e-6"),
-    Promise("nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)",
-            "nnx.grad_lookup_blocked / nnx.grad_head_blocked / nnx.grad_blocked name the missing path; "
-            "nnx.grad_numpy, with the student's line; nnx.grad_not_a_param when nnx.grad gives the matrix nothing"),
-    Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
-            "public case: the same matrix, ids and targets"),
-    Promise("1 to 64 ids, V up to 512, D up to 256",
-            "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
-)
-WARNINGS_PROMISES = (
-    Promise("read the array with self.embedding[...]; the class raises no DeprecationWarning",
-            "probe tiedembed_warnings records the deprecation warnings of building and calling it; those from the "
-            "student's lines fail: nnx.deprecated_value for .value, nnx.deprecated_api otherwise"),
-)
-EMBED_PROMISES = (
-    Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
-            "every case sends floats, the ids a float32 array; called positionally (no defaults)"),
-    Promise("cast V and D to int", "FLOAT_SIZES: nnx.float_sizes"),
-    Promise("and the ids to jnp.int32", "FLOAT_IDS: nnx.float_ids"),
-    Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden seed "
-            "(all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: nnx.float_seed"),
-    Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied"),
-    Promise("return the logits flattened to shape (T·V,) with .reshape(-1)", "common.not_flattened when the "
-            "(T, V) array is right"),
-    Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
-            "(common.wrong_dtype)"),
-    Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases as for __call__"),
-)
-GRAD_PATHS_PROMISES = (
-    Promise("tied_grad_paths(embedding, token_ids, targets): a (V, D) float32 matrix and int ids and targets of "
-            "shape (T,)", "cases send a float32 array and two int32 arrays, positionally"),
-    Promise("returns both paths stacked, shape (2, V, D)", "nnx.grad_not_stacked; common.wrong_shape"),
-    Promise("[0] the lookup path, [1] the projection path", "nnx.grad_swapped; nnx.grad_total for the sum in one "
-            "slot; nnx.grad_lookup_zero / nnx.grad_head_zero for a path stopped to zeros"),
-    Promise("of the mean cross-entropy", "nnx.grad_sum_not_mean"),
-    Promise("a repeated id adds its gradient to the row", "nnx.grad_set_not_add; the public case repeats token 2"),
-    Promise("the grader compares them with what nnx.grad gives", "gradient_paths in float64, rtol=1e-4, atol=1e-6; "
-            "no dtype is imposed (NumPy by hand is allowed)"),
-    Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
-            "public case: the same matrix, ids and targets"),
-    Promise("1 to 64 ids, V up to 512, D up to 256",
-            "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
-)
+
+# ---------------------------------------------------------------- the chapter
 
 CHAPTER = Chapter(
     id="02_nnx",
     title="Flax NNX",
     probe_module="grader.chapters.nnx_probe",
-    errors=(MISSING_TRANSPOSE, FLOAT_IDS, FLOAT_SIZES, FLOAT_SEED,
+    errors=(ErrorPattern("nnx.missing_transpose", r"TypeError|ValueError", r"dot_general requires contracting|matmul"),
+            ErrorPattern("nnx.float_ids", r"TypeError|IndexError|ValueError",
+                         r"integer or boolean|indices must be integers|Input type must be an integer"),
+            ErrorPattern("nnx.float_sizes", r"TypeError", r"Shapes must be 1D sequences of concrete values of integer"),
+            ErrorPattern("nnx.float_seed", r"TypeError|ValueError",
+                         r"seed must be an integer|Invalid rng value: [-0-9.e]+,"),
             ErrorPattern("nnx.no_embedding", r"AttributeError", r"has no attribute 'embedding'")),
-    items=(
-        Item(
-            name="TiedEmbed.params", symbol="TiedEmbed", points=2, probe="tiedembed_structure",
-            cases=structure_cases, reference=lambda case: None, judge=judge_structure,
-            promises=STRUCTURE_PROMISES,
-        ),
-        Item(
-            name="TiedEmbed.__call__", symbol="TiedEmbed", points=2, probe="tiedembed_forward",
-            cases=partial(forward_cases, "02_nnx/TiedEmbed.__call__", reference_embedding),
-            reference=lambda case: tied_logits(case.args["embedding"], case.args["token_ids"]),
-            judge=judge_forward, promises=FORWARD_PROMISES,
-        ),
-        Item(
-            name="TiedEmbed.gradient", symbol="TiedEmbed", points=2, probe="tiedembed_gradient",
-            cases=gradient_cases,
-            reference=gradient_reference,
-            judge=judge_model_gradient, errors=(NUMPY_IN_GRADIENT,), promises=GRADIENT_PROMISES,
-        ),
-        Item(
-            name="TiedEmbed.warnings", symbol="TiedEmbed", points=1, probe="tiedembed_warnings",
-            cases=warnings_cases, reference=lambda case: None, judge=judge_warnings,
-            promises=WARNINGS_PROMISES,
-        ),
-        Item(
-            name="tied_io_embed", points=2, probe="call", cases=partial(embed_cases, "02_nnx/tied_io_embed"),
-            reference=lambda case: reference_embed(embed_sizes(case)[0], ids_of(case), *embed_sizes(case)[1:]),
-            judge=judge_embed, promises=EMBED_PROMISES,
-        ),
-        Item(
-            name="tied_grad_paths", points=3, probe="call", cases=grad_cases,
-            reference=_paths,
-            judge=matches_reference((
-                Symptom("nnx.grad_not_stacked", _grad_not_stacked),
-                Symptom("nnx.grad_swapped", _grad_swapped),
-                Symptom("nnx.grad_total", _grad_total),
-                Symptom("nnx.grad_sum_not_mean", _grad_sum_not_mean),
-                Symptom("nnx.grad_set_not_add", _grad_set_not_add),
-                Symptom("nnx.grad_lookup_zero", _grad_slot_zero(0)),
-                Symptom("nnx.grad_head_zero", _grad_slot_zero(1)),
-            ), **GRAD_TOL),
-            promises=GRAD_PATHS_PROMISES,
-        ),
-    ),
+    items=(TIEDEMBED_PARAMS, TIEDEMBED_CALL, TIEDEMBED_GRADIENT, TIEDEMBED_WARNINGS, TIED_IO_EMBED, TIED_GRAD_PATHS),
 )
