@@ -272,7 +272,7 @@ FORWARD = Item(
 )
 
 
-# ---------------------------------------------------------------- tied_embedding_grad(tokens, targets, E) -> the two paths
+# ------------------------------------------------------------- tied_embedding_grad(tokens, targets, E) -> the two paths
 
 GRAD_PUBLIC = dict(tokens=[1, 0, 1], targets=[0, 2, 3], vocab=5, d=3)
 GRAD_RTOL, GRAD_ATOL = 1e-5, 1e-9

@@ -348,7 +348,7 @@ GELU_ITEM = exercise(
 )
 
 
-# ---------------------------------------------------------------- multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads)
+# --------------------------------------------------------------- multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads)
 
 MHA_TOL = dict(rtol=1e-4, atol=1e-4)
 LAYOUTS = ("heads", "flat", "interleaved")
@@ -454,7 +454,7 @@ ATTENTION_ITEM = exercise(
 )
 
 
-# ---------------------------------------------------------------- mlm_forward_tied(input_ids, mask_indicator, w_emb, ...)
+# -------------------------------------------------------------- mlm_forward_tied(input_ids, mask_indicator, w_emb, ...)
 
 FORWARD_TOL = dict(rtol=1e-5, atol=1e-5)
 # (N, T, V, d, heads, blocks, mask) of the hidden forward cases.
