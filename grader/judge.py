@@ -33,6 +33,7 @@ class Verdict:
     finding: Finding | None = None
     case: str = ""  # catalog key of the label of the case that failed
     shown: dict = field(default_factory=dict)  # the sizes that label shows
+    visibility: str = "visible"  # the failing case's (registry.VISIBILITIES)
     extra: dict = field(default_factory=dict)
 
 
@@ -98,6 +99,11 @@ def judge_case(ch: Chapter, item: Item, case: Case, fact: dict, ref) -> Finding 
     return item.judge(case, value, ref)
 
 
+def not_judged(exc: Exception) -> Finding:
+    """The grader could not decide (its own fault, or a value nobody foresaw): the reason."""
+    return Finding("common.not_judged", {"reason": f"{type(exc).__name__}: {exc}"[:200]})
+
+
 def judge_item(ch: Chapter, item: Item, facts) -> Verdict:
     """Verdict of one item from its facts: exactly one well-formed fact per case, in case order.
 
@@ -105,8 +111,11 @@ def judge_item(ch: Chapter, item: Item, facts) -> Verdict:
     the item, and nothing a judge, a symptom, a reference or the decoding raises stops
     the grading: the item is then "could not be judged", with the reason.
     """
-    fail = lambda finding, case=None: Verdict(
-        item.name, 0, item.points, FAIL, finding, case.label if case else "", case.shown if case else {})
+    def fail(finding: Finding, case: Case | None = None) -> Verdict:
+        if case is None:  # the whole record is wrong, not one case
+            return Verdict(item.name, 0, item.points, FAIL, finding)
+        return Verdict(item.name, 0, item.points, FAIL, finding, case.label, case.shown, case.visibility)
+
     try:
         item_cases = cases(ch.id, item.name)
         if not isinstance(facts, list) or len(facts) != len(item_cases):
@@ -116,12 +125,12 @@ def judge_item(ch: Chapter, item: Item, facts) -> Verdict:
             return fail(Finding("common.malformed_record"))
         refs = expected(ch.id, item.name)
     except Exception as exc:  # a reference that cannot be computed is the grader's fault
-        return fail(Finding("common.not_judged", {"reason": f"{type(exc).__name__}: {exc}"[:200]}))
+        return fail(not_judged(exc))
     for case, fact, ref in zip(item_cases, facts, refs):
         try:
             finding = judge_case(ch, item, case, fact, ref)
         except Exception as exc:  # an odd value no judge foresaw: never a crash
-            finding = Finding("common.not_judged", {"reason": f"{type(exc).__name__}: {exc}"[:200]})
+            finding = not_judged(exc)
         if finding is not None:
             return fail(finding, case)
     return Verdict(item.name, item.points, item.points, PASS)

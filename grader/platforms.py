@@ -33,10 +33,38 @@ GRADESCOPE_VISIBILITY = ("visible", "hidden", "after_due_date", "after_published
 CANVAS_FIXED = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
 
-def item_output(item: dict, lang: str) -> str:
-    """What a student reads under one test: the verdict word and the message."""
+def item_output(item: dict, lang: str, before_due_date: bool = False) -> str:
+    """What a student reads under one test: the verdict word and the message.  Before
+    the due date, a failure on an "after_due_date" case says only that it failed."""
     word = text(f"ui.{item['verdict']}", lang)
+    if before_due_date and withheld(item):
+        return f"{word}: {text('ui.withheld', lang)}"
     return f"{word}: {item['message']}" if item["message"] else word
+
+
+def withheld(item: dict) -> bool:
+    """Whether the item failed on a case whose feedback waits for the due date."""
+    return item["verdict"] != "pass" and item.get("visibility") == "after_due_date"
+
+
+def gradescope_tests(item: dict, number: int, lang: str, visibility: str) -> list[dict]:
+    """One test per item, with its score.  Where the failing case is "after_due_date",
+    the test says only that it failed, and a second test without points, shown after
+    the due date, holds the message (Gradescope sets visibility per test)."""
+    test = {
+        "name": item["item"],
+        "number": str(number),
+        "score": float(item["points"]),
+        "max_score": float(item["max_points"]),
+        "status": "passed" if item["verdict"] == "pass" else "failed",
+        "output": item_output(item, lang, before_due_date=True),
+        "visibility": visibility,
+    }
+    if not withheld(item):
+        return [test]
+    details = {"name": f"{item['item']} ({text('ui.details', lang)})", "number": f"{number}.1",
+               "status": "failed", "output": item_output(item, lang), "visibility": "after_due_date"}
+    return [test, details]
 
 
 def gradescope_results(entry: dict, lang: str, seconds: float = 0.0, visibility: str = "visible") -> dict:
@@ -50,18 +78,8 @@ def gradescope_results(entry: dict, lang: str, seconds: float = 0.0, visibility:
         "output": f"{text('ui.total', lang)}: {entry['points']}/{entry['max_points']}",
         "visibility": visibility,
         "stdout_visibility": "hidden",
-        "tests": [
-            {
-                "name": item["item"],
-                "number": str(n),
-                "score": float(item["points"]),
-                "max_score": float(item["max_points"]),
-                "status": "passed" if item["verdict"] == "pass" else "failed",
-                "output": item_output(item, lang),
-                "visibility": visibility,
-            }
-            for n, item in enumerate(entry["items"], 1)
-        ],
+        "tests": [test for n, item in enumerate(entry["items"], 1)
+                  for test in gradescope_tests(item, n, lang, visibility)],
     }
 
 
@@ -79,7 +97,7 @@ def prairielearn_results(entry: dict, lang: str) -> dict:
                 "name": item["item"],
                 "points": item["points"],
                 "max_points": item["max_points"],
-                "message": item_output(item, lang),
+                "message": item_output(item, lang, before_due_date=True),  # PrairieLearn shows it at once
             }
             for item in entry["items"]
         ],

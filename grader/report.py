@@ -88,6 +88,7 @@ def as_dict(result, lang: str) -> dict:
                 "verdict": v.status,
                 "key": v.finding.key if v.finding else "",
                 "case": v.case,
+                "visibility": v.visibility,
                 "message": verdict_message(v, lang),
             }
             for v in result.verdicts

@@ -16,14 +16,18 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 from queue import Empty
 
+import nbval.kernel
 import pytest
+from jupyter_client.manager import KernelManager
 
 from . import expected_outputs
 from .probe_kernel import probe_source
@@ -115,14 +119,16 @@ CHECKS_MARK = "# tied-checks\n"
 
 # Run in the kernel before the student's first cell: it keeps the functions the checks
 # use to read their cases and write their facts (json, open, NumPy's save, base64,
-# compile, exec), so that a cell patching them later changes nothing the checks write.
+# compile, exec) and a copy of the built-ins (isinstance, id, len...) that the probes
+# run with, so that a cell patching any of them later changes nothing the checks see or write.
 PRELUDE = f"""def _tied_prelude():
     import base64, builtins, json, sys, types
     import numpy
     saved = types.ModuleType("_tied_saved")
     saved.__dict__.update(json_dumps=json.dumps, json_load=json.load, open=builtins.open,
                           np_asarray=numpy.asarray, np_save=numpy.save, b64encode=base64.b64encode,
-                          compile=builtins.compile, exec=builtins.exec)
+                          compile=builtins.compile, exec=builtins.exec,
+                          builtins=dict(vars(builtins)))
     sys.modules["_tied_saved"] = saved
     shell = get_ipython()
     transform = shell.transform_cell
@@ -233,7 +239,7 @@ class ProbeHook:
             "def _tied_probe(spec):\n"
             "    import sys\n"
             "    saved = sys.modules['_tied_saved']\n"
-            "    ns = {'__name__': '_tied_probe'}\n"
+            "    ns = {'__name__': '_tied_probe', '__builtins__': saved.builtins}\n"
             f"    saved.exec(saved.compile({self.source!r}, '<tied-probe>', 'exec'), ns)\n"
             "    ns['run_spec_file'](spec, ns, globals())\n"
             f"_tied_probe({self.spec_path!r}); del _tied_probe\n"
@@ -257,6 +263,24 @@ class ProbeHook:
                 self.probe_status = "error"
 
 
+def kernels_on_unix_sockets() -> str:
+    """Make nbval start its kernel on Unix sockets in a new private folder, returned.
+
+    Over TCP, jupyter_client picks a kernel's five ports by binding port 0 and letting
+    go; two workers starting kernels at the same moment can pick the same port, and
+    then one kernel never answers (seen as "Kernel didn't respond in 60 s" in a batch
+    with ``--jobs 2``).  A socket file in a folder of this process's own cannot be
+    taken by another worker."""
+    folder = tempfile.mkdtemp(prefix="tied-kernel-", dir="/tmp" if os.path.isdir("/tmp") else None)
+
+    class UnixSocketKernelManager(KernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(transport="ipc", ip=os.path.join(folder, "k"), **kwargs)
+
+    nbval.kernel.KernelManager = UnixSocketKernelManager
+    return folder
+
+
 def main(job_path: str, deadline: float = math.inf) -> int:
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     os.environ["TIED_GRADING"] = "1"  # the notebook's own check() cell stands aside
@@ -271,10 +295,12 @@ def main(job_path: str, deadline: float = math.inf) -> int:
         "--rootdir", str(notebook.parent), "-c", job["ini"], "--color=no",
         "--nbval-kernel-startup-timeout", "60", "--nbval-sanitize-with", str(expected_outputs.SANITIZERS),
     ]
+    sockets = kernels_on_unix_sockets()
     threading.Thread(target=hook.watch_deadline, daemon=True).start()
     try:
         pytest.main(args, plugins=[hook])
     finally:
+        shutil.rmtree(sockets, ignore_errors=True)
         hook.finished.set()
         hook.write_summary(missing)
         print(*hook.notes, sep="\n")

@@ -70,3 +70,18 @@ def test_an_input_transformer_cannot_rewrite_the_checks(tmp_path):
     items = items_of(write(exercise_with("02_nnx", FORGE_TRANSFORMER), tmp_path / "02_nnx.ipynb"))
     assert items["TiedEmbed.warnings"]["key"] == "common.not_implemented"
     assert sum(i["points"] for i in items.values()) == 0
+
+
+def test_patched_builtins_do_not_tie_a_copy(tmp_path):
+    """The kernel sends identities as numbers and the grader compares them; the probes run
+    with the built-ins the prelude copied, so a patched ``id`` (every object the same
+    number) changes nothing they send: a copied head stays a copy."""
+    from pitfalls import PITFALLS
+
+    (clone,) = [p for p in PITFALLS if p.id == "03_pytorch-clone"]
+    patch = "import builtins\nbuiltins.id = lambda obj: 0"
+    items = items_of(write(with_cells("03_pytorch", [patch], regions=clone.regions), tmp_path / "03_pytorch.ipynb"))
+    assert items["tie_weights"]["key"] == "pytorch.copied"
+    # It can break its own run (copy.deepcopy keys its memo by id), never pass more.
+    assert {name for name, item in items.items() if item["verdict"] == "pass"} <= \
+        {"notebook", *(name for name, expected in clone.expect.items() if expected == "pass")}

@@ -52,7 +52,8 @@ ALIAS_LABELS = {(True, True): "frameworks.case_worked_alias", (False, True): "fr
 
 
 def _cases(item: str, shapes=SHAPES, alias=None) -> list[Case]:
-    """One case per shape; ``alias`` says, per case, whether the state_dict keeps lm_head.weight."""
+    """One case per shape; ``alias`` says, per case, whether the state_dict keeps lm_head.weight.
+    The last, the largest, is "after_due_date": on Gradescope what fails there waits."""
     rng = hidden_rng(f"{CHAPTER_ID}/{item}")
     found = []
     for n, (v, d, t) in enumerate(shapes):
@@ -61,7 +62,8 @@ def _cases(item: str, shapes=SHAPES, alias=None) -> list[Case]:
         if alias is not None:
             args["alias"] = alias[n]
             label = ALIAS_LABELS[n == 0, alias[n]]
-        found.append(Case(label, args, public=n == 0, shown={"shape": f"V={v}, d={d}, T={t}"}))
+        found.append(Case(label, args, public=n == 0, shown={"shape": f"V={v}, d={d}, T={t}"},
+                          visibility="after_due_date" if n == len(shapes) - 1 else ""))
     return found
 
 
@@ -186,9 +188,10 @@ def judge_torch_structure(case: Case, facts: dict, _ref) -> Finding | None:
     finding = _model_finding(facts, "linen_to_torch", "TorchTiedLM", "frameworks.not_torch_module")
     if finding:
         return finding
-    if not facts["same_object"]:
+    (embed_id, head_id), (embed_ptr, head_ptr) = facts["ids"], facts["ptrs"]
+    if head_id != embed_id:  # compared here, from the identities the kernel sent
         head, embed = (np.asarray(facts["params"].get(k, ())) for k in ("lm_head.weight", "embed.weight"))
-        if facts["same_ptr"]:
+        if head_ptr == embed_ptr:
             return Finding("frameworks.torch_alias")
         if head.shape == embed.shape and np.array_equal(head, embed):
             return Finding("frameworks.torch_copy")
@@ -204,7 +207,8 @@ def judge_torch_values(case: Case, facts: dict, ref) -> Finding | None:
     if not facts["is_module"]:
         return Finding("frameworks.not_torch_module", {"type": facts["type"]})
     finding = _values_finding(case, facts["params"], TORCH_NAMES, torch_layout=True)
-    if finding or not facts["tied"] or _not_float32(facts["dtypes"]):
+    tied = len(set(facts["ids"])) == 1  # the embedding's Parameter is the head's
+    if finding or not tied or _not_float32(facts["dtypes"]):
         return finding
     return _logits_finding(case, facts, ref)
 
@@ -263,7 +267,7 @@ CHAPTER = Chapter(
                 Promise("returns a TorchTiedLM(V, d)", "facts is_module, expected_class (not_torch_module, "
                                                        "wrong_class) and its state_dict keys (torch_keys)"),
                 Promise("stays tied: lm_head.weight is embed.weight, one Parameter",
-                        "facts same_object, same_ptr (torch_alias, torch_copy, torch_head_stale)"),
+                        "identities and data pointers, compared here (torch_alias, torch_copy, torch_head_stale)"),
                 Promise("every parameter float32", "dtypes of named_parameters(remove_duplicate=False) (float64)"),
             ),
         ),

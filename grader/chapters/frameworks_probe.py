@@ -73,7 +73,7 @@ def torch_structure(ns, embedding, kernel, bias, token_ids):
     facts = _torch_facts(ns, model)
     if facts["is_module"]:
         e, w = model.embed.weight, model.lm_head.weight
-        facts.update(same_object=w is e, same_ptr=w.data_ptr() == e.data_ptr())
+        facts.update(ids=[id(e), id(w)], ptrs=[e.data_ptr(), w.data_ptr()])
     return facts
 
 
@@ -84,7 +84,7 @@ def torch_values(ns, embedding, kernel, bias, token_ids):
     model = _linen_to_torch(ns, embedding, kernel, bias)
     facts = _torch_facts(ns, model)
     if facts["is_module"]:
-        facts["tied"] = model.lm_head.weight is model.embed.weight
+        facts["ids"] = [id(model.embed.weight), id(model.lm_head.weight)]
         with torch.no_grad():
             facts.update(_run(model, torch.as_tensor(np.asarray(token_ids), dtype=torch.long)))
     return facts

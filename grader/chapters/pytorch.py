@@ -33,13 +33,14 @@ def _f64(x) -> np.ndarray:
 
 # ---------------------------------------------------------------- tie_weights
 
-def _case(n: int, args: dict, shape: str, public: int = 1) -> Case:
+def _case(n: int, args: dict, shape: str, public: int = 1, visibility: str = "") -> Case:
     """The n-th case of an item: the first ``public`` are worked examples, the rest hidden."""
     return Case("case.worked_example" if n < public else "case.hidden", args, public=n < public,
-                shown={"shape": shape})
+                shown={"shape": shape}, visibility=visibility)
 
 
-# (V, d, bias, leading shape of the hidden vectors fed to the head); V = 1 is the edge
+# (V, d, bias, leading shape of the hidden vectors fed to the head); V = 1 and V = 1000
+# are the edges of the promise, and on Gradescope what fails there waits for the due date
 TIE_SHAPES = ((6, 4, False, (2,)), (5, 5, True, (3,)), (20, 8, True, (2, 3)), (3, 7, False, (4,)),
               (1, 3, True, (2,)), (1000, 64, True, (4,)))
 
@@ -54,7 +55,8 @@ def tie_cases() -> list[Case]:
             head_bias=rng.normal(0.0, 1.0, v).astype(np.float32) if bias else None,
             hidden=rng.normal(0.0, d ** -0.25, (*lead, d)).astype(np.float32),
         )
-        found.append(_case(n, args, f"nn.Embedding({v}, {d}), nn.Linear({d}, {v}, bias={bias})"))
+        found.append(_case(n, args, f"nn.Embedding({v}, {d}), nn.Linear({d}, {v}, bias={bias})",
+                           visibility="after_due_date" if v in (1, 1000) else ""))
     return found
 
 
@@ -70,13 +72,25 @@ def _is_transposed_view(facts: dict, v: int, d: int) -> bool:
     return v != d or list(facts["head_stride"]) == list(reversed(facts["embed_stride"]))
 
 
+def _same_object(facts: dict) -> bool:
+    """Whether the head holds the embedding's Parameter itself, from the identities the
+    kernel sent: the comparison is made here, where the notebook's code cannot reach."""
+    return facts["head_id"] == facts["embed_id"]
+
+
+def _distinct(numbers: list) -> int:
+    """How many different identities (or pointers) the kernel sent."""
+    return len(set(numbers))
+
+
 def _untied_finding(facts: dict, v: int, d: int, copied: bool, transposed: bool = False) -> Finding:
     """Why the head's weight is not the embedding's (V, d) Parameter, as far as the facts
     tell; ``copied`` and ``transposed``: it holds the embedding's values, or their transpose."""
-    if facts["same_ptr"] and _is_transposed_view(facts, v, d):
+    same_memory = facts["head_ptr"] == facts["embed_ptr"]
+    if same_memory and _is_transposed_view(facts, v, d):
         return Finding("pytorch.transposed")
-    if facts["same_ptr"]:  # nn.Parameter(weight) shares the version counter, a .data alias does not
-        return Finding("pytorch.new_parameter" if facts["shares_version"] else "pytorch.data_alias")
+    if same_memory:  # nn.Parameter(weight) shares the version counter, a .data alias does not
+        return Finding("pytorch.new_parameter" if facts["version_bump"] else "pytorch.data_alias")
     if copied:
         return Finding("pytorch.copied")
     return Finding("pytorch.transposed" if transposed else "pytorch.not_tied")
@@ -85,7 +99,7 @@ def _untied_finding(facts: dict, v: int, d: int, copied: bool, transposed: bool 
 def judge_tie(case: Case, facts: dict, ref) -> Finding | None:
     a = case.args
     embedding = np.asarray(facts["embed"])
-    if not facts["same_object"]:
+    if not _same_object(facts):
         head, (v, d) = np.asarray(facts["head"]), a["embedding"].shape
         return _untied_finding(facts, v, d, head.shape == (v, d) and np.array_equal(head, embedding),
                                head.shape == (d, v) and np.array_equal(head, embedding.T))
@@ -99,7 +113,7 @@ def judge_tie(case: Case, facts: dict, ref) -> Finding | None:
     if a["head_bias"] is None:
         if facts["has_bias"]:
             return Finding("pytorch.bias_changed")
-    elif not (facts["bias_same_object"] and bias.shape == a["head_bias"].shape
+    elif not (_distinct(facts["bias_ids"]) == 1 and bias.shape == a["head_bias"].shape
               and np.array_equal(bias, a["head_bias"])):
         return Finding("pytorch.bias_changed")
     if facts["forward_error"]:
@@ -130,9 +144,9 @@ def judge_refused(case: Case, facts: dict, _ref) -> Finding | None:
     shapes = {"embed": describe_shape(a["embedding"].shape), "head": describe_shape(a["head"].shape)}
     if not facts["raised"]:
         return Finding("pytorch.no_shape_check", shapes)
-    if not facts["is_value_error"]:
+    if "ValueError" not in facts["raised_types"]:  # a subclass of ValueError counts
         return Finding("pytorch.wrong_exception", {"type": facts["raised"]})
-    unchanged = (facts["same_objects"] and np.array_equal(facts["embed"], a["embedding"])
+    unchanged = (facts["ids_before"] == facts["ids_after"] and np.array_equal(facts["embed"], a["embedding"])
                  and np.array_equal(facts["head"], a["head"]))
     if not unchanged:
         return Finding("pytorch.tied_before_check")
@@ -225,14 +239,16 @@ def judge_structure(case: Case, facts: dict, _ref) -> Finding | None:
                or _blocks_finding(facts["state_keys"], case.args["n_layers"] or DEFAULT_LAYERS))
     if finding:
         return finding
-    if not facts["same_object"]:
-        return _untied_finding(facts, v, d, facts["values_equal"])
+    if not _same_object(facts):
+        head, embedding = np.asarray(facts["head"]), np.asarray(facts["embed"])
+        return _untied_finding(facts, v, d, head.shape == embedding.shape and np.array_equal(head, embedding))
     if facts["n_listed"] - facts["n_unique"] != v * d:
         return Finding("pytorch.param_count", {"unique": facts["n_unique"], "listed": facts["n_listed"],
                                                "matrix": v * d})
-    if not (facts["step_same_object"] and facts["step_equal"]):
+    head, embedding = np.asarray(facts["step_head"]), np.asarray(facts["step_embed"])
+    if _distinct(facts["step_ids"]) != 1 or not (head.shape == embedding.shape and np.array_equal(head, embedding)):
         return Finding("pytorch.untied_by_step")
-    if not (facts["f64_same_object"] and facts["f64_same_ptr"]) or facts["f64_dtype"] != "torch.float64":
+    if _distinct(facts["f64_ids"]) != 1 or _distinct(facts["f64_ptrs"]) != 1 or facts["f64_dtype"] != "torch.float64":
         return Finding("pytorch.untied_by_to")
     return None
 
@@ -282,7 +298,8 @@ def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
     atol = _scaled_atol(total)
     if close(shared, total, RTOL, atol):
         return None
-    if facts["separate_head_grad"] or close(shared, lookup, RTOL, atol):
+    separate_head = _distinct(facts["ids"]) == 2 and facts["head_grad"] is not None
+    if separate_head or close(shared, lookup, RTOL, atol):
         return Finding("pytorch.grad_one_path")
     err = float(np.max(np.abs(shared - total))) if shared.shape == total.shape else float("nan")
     return Finding("pytorch.grad_not_sum", {"max_err": f"{err:.3g}"})
@@ -404,7 +421,7 @@ CHAPTER = Chapter(
                         "V < d, V = d, V > d"),
                 Promise("with or without a bias", "cases with bias=True and bias=False"),
                 Promise("ties in place: lm_head.weight is embedding.weight, the very same Parameter",
-                        "fact same_object; _untied_finding names copy, .data alias, new Parameter, transpose"),
+                        "identities compared here; _untied_finding names copy, .data alias, new Parameter, transpose"),
                 Promise("the embedding keeps its values",
                         "judge_tie: embedding values equal the case's (wrong_direction, embedding_changed)"),
                 Promise("leave the head's bias alone",
@@ -441,7 +458,7 @@ CHAPTER = Chapter(
                 Promise("n_layers blocks in an nn.ModuleList, registered",
                         "state_dict keys blocks.0 … blocks.<n-1> sent raw (blocks_not_registered, block_count)"),
                 Promise("lm_head tied to embed: one Parameter",
-                        "facts same_object, same_ptr, shares_version (copied, data_alias, new_parameter, "
+                        "identities, data pointers, version bump, compared here (copied, data_alias, new_parameter, "
                         "transposed, not_tied)"),
                 Promise("the matrix is registered under two names only", "parameter counts (param_count)"),
                 Promise("the tie survives an optimizer step and .to(torch.float64)",

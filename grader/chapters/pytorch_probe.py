@@ -61,27 +61,30 @@ def _modules(vocab_size, d_model, in_features, out_features, bias, embedding, he
     return emb, lin
 
 
-def _shares_version(first, second):
-    """Whether ``second`` shares ``first``'s version counter, as ``nn.Parameter(first)``
-    (a new Parameter wrapped around the same tensor) does and a ``.data`` alias does not."""
+def _version_bump(first, second):
+    """How far ``second``'s version counter moves when ``first`` is changed in place: it
+    moves when they share the counter, as ``nn.Parameter(first)`` (a new Parameter around
+    the same tensor) does and a ``.data`` alias does not."""
     import torch
 
     before = second._version
     with torch.no_grad():
         first.add_(0)  # an in-place no-op: it only bumps the version counter
-    return second._version != before
+    return second._version - before
 
 
 def _tie_facts(e, w):
-    """How the head's weight ``w`` relates to the embedding's ``e``: identity, memory, layout."""
+    """How the head's weight ``w`` relates to the embedding's ``e``, as raw numbers:
+    identities, data pointers, the version bump, layouts."""
     import torch
 
     is_tensor = isinstance(w, torch.Tensor)
-    same_ptr = is_tensor and w.data_ptr() == e.data_ptr()
     return {
-        "same_object": w is e,
-        "same_ptr": same_ptr,
-        "shares_version": bool(same_ptr and w is not e and _shares_version(e, w)),
+        "embed_id": id(e),
+        "head_id": id(w),
+        "embed_ptr": e.data_ptr(),
+        "head_ptr": w.data_ptr() if is_tensor else -1,
+        "version_bump": _version_bump(e, w) if is_tensor else 0,
         "head_shape": list(w.shape) if is_tensor else [],
         "head_stride": list(w.stride()) if is_tensor else [],
         "embed_shape": list(e.shape),
@@ -106,7 +109,7 @@ def tie_weights_tied(ns, embedding, head, head_bias, hidden):
         "embed": _np(e),
         "head": _np(w) if isinstance(w, torch.Tensor) else np.zeros((0,)),
         "has_bias": bias is not None,
-        "bias_same_object": bias is bias_before,
+        "bias_ids": [id(bias_before), id(bias)],
         "bias": _np(bias) if isinstance(bias, torch.Tensor) else np.zeros((0,)),
     }
     try:
@@ -126,15 +129,16 @@ def tie_weights_refused(ns, embedding, head):
     out_features, in_features = np.shape(head)
     emb, lin = _modules(vocab_size, d_model, in_features, out_features, False, embedding, head, None)
     embed_before, head_before = emb.weight, lin.weight
-    facts = {"raised": "", "is_value_error": False, "message": ""}
+    facts = {"raised": "", "raised_types": [], "message": ""}
     try:
         lookup(ns, "tie_weights")(emb, lin)
     except NotImplementedError:
         raise
     except Exception as exc:  # the exception is the fact this probe collects
-        facts.update(raised=type(exc).__name__, is_value_error=isinstance(exc, ValueError),
+        facts.update(raised=type(exc).__name__, raised_types=[t.__name__ for t in type(exc).__mro__],
                      message=str(exc)[:300])
-    facts["same_objects"] = lin.weight is head_before and emb.weight is embed_before
+    facts["ids_before"] = [id(embed_before), id(head_before)]
+    facts["ids_after"] = [id(emb.weight), id(lin.weight)]
     facts["embed"] = _np(emb.weight)
     facts["head"] = _np(lin.weight)
     return facts
@@ -183,7 +187,8 @@ def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
     e, w = model.embed.weight, model.lm_head.weight
     facts = {
         **_tie_facts(e, w),
-        "values_equal": bool(w.shape == e.shape and torch.equal(w.detach(), e.detach())),
+        "embed": _np(e).copy(),  # copies: the SGD step below changes the tensors in place
+        "head": _np(w).copy() if isinstance(w, torch.Tensor) else np.zeros((0,)),
         "head_bias": getattr(model.lm_head, "bias", None) is not None,
         "n_unique": sum(p.numel() for p in model.parameters()),
         "n_listed": sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False)),
@@ -197,12 +202,11 @@ def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
         for p in model.parameters():
             if p.grad is not None:
                 p.add_(p.grad, alpha=-0.5)
-    facts["step_same_object"] = model.lm_head.weight is model.embed.weight
-    facts["step_equal"] = bool(model.lm_head.weight.shape == model.embed.weight.shape
-                               and torch.equal(model.lm_head.weight.detach(), model.embed.weight.detach()))
+    e, w = model.embed.weight, model.lm_head.weight
+    facts.update(step_ids=[id(e), id(w)], step_embed=_np(e).copy(), step_head=_np(w).copy())
     model.to(torch.float64)
-    facts["f64_same_object"] = model.lm_head.weight is model.embed.weight
-    facts["f64_same_ptr"] = model.lm_head.weight.data_ptr() == model.embed.weight.data_ptr()
+    e, w = model.embed.weight, model.lm_head.weight
+    facts.update(f64_ids=[id(e), id(w)], f64_ptrs=[e.data_ptr(), w.data_ptr()])
     facts["f64_dtype"] = str(model.embed.weight.dtype)
     return facts
 
@@ -280,7 +284,8 @@ def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
         "shared": grad(model.embed.weight),
         "lookup": grad(twin.embed.weight),
         "projection": grad(twin_head),
-        "separate_head_grad": head is not model.embed.weight and head.grad is not None,
+        "ids": [id(model.embed.weight), id(head)],
+        "head_grad": None if head.grad is None else _np(head.grad),
         "h": _np(seen[-1]) if seen else np.zeros((0,)),
     }
 
