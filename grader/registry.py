@@ -10,9 +10,15 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Callable
+
+
+# Who sees what of a case, with Gradescope's words: "visible" (a worked example, in the
+# notebook), "hidden" (its inputs never shown; a failure names its sizes and the mistake),
+# "after_due_date" (hidden, and on Gradescope even the mistake waits for the due date).
+VISIBILITIES = ("visible", "hidden", "after_due_date")
 
 
 # Who sees what of a case, with Gradescope's words: "visible" (a worked example, in the
@@ -100,6 +106,13 @@ class Item:
     errors: tuple[ErrorPattern, ...] = ()
     symbol: str = ""  # the name looked up in the namespace; defaults to ``name``
     promises: tuple[Promise, ...] = ()  # every promise of the exercise's text, with its check
+
+    def __post_init__(self):
+        # A case of positional arguments, ``{"args": [...]}``, is a call of the item's own
+        # function: the item names it (``fn``) for the probe, so no case repeats it.
+        drawn = self.cases
+        named = lambda case: replace(case, args={"fn": self.target, **case.args}) if "args" in case.args else case
+        object.__setattr__(self, "cases", lambda: [named(case) for case in drawn()])
 
     @property
     def target(self) -> str:
