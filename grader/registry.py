@@ -21,12 +21,6 @@ from typing import Any, Callable
 VISIBILITIES = ("visible", "hidden", "after_due_date")
 
 
-# Who sees what of a case, with Gradescope's words: "visible" (a worked example, in the
-# notebook), "hidden" (its inputs never shown; a failure names its sizes and the mistake),
-# "after_due_date" (hidden, and on Gradescope even the mistake waits for the due date).
-VISIBILITIES = ("visible", "hidden", "after_due_date")
-
-
 @dataclass(frozen=True)
 class Case:
     """One input on which an item is checked.  Public cases appear in the notebook.
