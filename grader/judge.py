@@ -220,7 +220,7 @@ def matches_reference(symptoms: tuple[Symptom, ...] = (), rtol: float = 1e-5, at
         if finding is None or finding.key in ("common.not_an_array", "common.wrong_dtype"):
             return finding
         for symptom in symptoms:
-            if symptom.test(case, value):
+            if symptom.test(case, value, ref):
                 return Finding(symptom.key, finding.params)
         return finding
 

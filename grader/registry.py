@@ -70,10 +70,11 @@ class ErrorPattern:
 
 @dataclass(frozen=True)
 class Symptom:
-    """A wrong-but-recognisable result: ``test(case, value)`` is true when it shows."""
+    """A wrong-but-recognisable result: ``test(case, value, ref)`` is true when it shows,
+    ``ref`` being the item's reference for the case (computed once, cached with the others)."""
 
     key: str
-    test: Callable[[Case, Any], bool]
+    test: Callable[[Case, Any, Any], bool]
 
 
 Judge = Callable[[Case, Any, Any], "Finding | None"]

@@ -102,7 +102,7 @@ def _close(value, ref, rtol, atol) -> bool:
 
 def _is(reference, tol, **switches):
     """A symptom test: the value equals ``reference`` with these switches."""
-    return lambda case, value: _close(value, reference(**case.args, **switches), **tol)
+    return lambda case, value, ref: _close(value, reference(**case.args, **switches), **tol)
 
 
 def eps_used(reference, tol, asked: float, case_args: dict, value, name: str = "eps"):
@@ -416,7 +416,7 @@ def mha_cases() -> list[Case]:
 
 
 def _any_wrong_split(reference, tol):
-    def test(case, value):
+    def test(case, value, ref):
         return any(_close(value, reference(**case.args, split=s, merge=m), **tol)
                    for s, m in product(LAYOUTS, LAYOUTS) if (s, m) != ("heads", "heads"))
     return test
@@ -531,7 +531,7 @@ def forward_cases() -> list[Case]:
     return found
 
 
-def _separate_head(case, value) -> bool:
+def _separate_head(case, value, ref) -> bool:
     """Tied logits are ``h @ E.T``: every row lies in the span of E's columns."""
     emb = np.asarray(case.args["w_emb"], np.float64)
     value = np.asarray(value, np.float64)
