@@ -2,6 +2,7 @@
 
 The probes (``pytorch_probe.py``) build the modules in the student's kernel and report
 identities, data pointers, shapes, values and gradients; every comparison is here.
+One block per exercise, in the notebook's order, each ending with its ``Item``.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symp
 
 CHAPTER_ID = "03_pytorch"
 RTOL = 1e-4
+# What torch says when a matrix product's shapes do not line up.
+SHAPES_DONT_MULTIPLY = r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size"
 
 
 def _matrix(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
@@ -31,40 +34,13 @@ def _f64(x) -> np.ndarray:
     return np.asarray(x, np.float64)
 
 
-# ---------------------------------------------------------------- tie_weights
-
 def _case(n: int, args: dict, shape: str, public: int = 1, visibility: str = "") -> Case:
     """The n-th case of an item: the first ``public`` are worked examples, the rest hidden."""
     return Case("case.worked_example" if n < public else "case.hidden", args, public=n < public,
                 shown={"shape": shape}, visibility=visibility)
 
 
-# (V, d, bias, leading shape of the hidden vectors fed to the head); V = 1 and V = 1000
-# are the edges of the promise, and on Gradescope what fails there waits for the due date
-TIE_SHAPES = ((6, 4, False, (2,)), (5, 5, True, (3,)), (20, 8, True, (2, 3)), (3, 7, False, (4,)),
-              (1, 3, True, (2,)), (1000, 64, True, (4,)))
-
-
-def tie_cases() -> list[Case]:
-    rng = hidden_rng(f"{CHAPTER_ID}/tie_weights")
-    found = []
-    for n, (v, d, bias, lead) in enumerate(TIE_SHAPES):
-        args = dict(
-            embedding=_matrix(rng, v, d),
-            head=_matrix(rng, v, d),  # the head's own values, which tying must replace
-            head_bias=rng.normal(0.0, 1.0, v).astype(np.float32) if bias else None,
-            hidden=rng.normal(0.0, d ** -0.25, (*lead, d)).astype(np.float32),
-        )
-        found.append(_case(n, args, f"nn.Embedding({v}, {d}), nn.Linear({d}, {v}, bias={bias})",
-                           visibility="after_due_date" if v in (1, 1000) else ""))
-    return found
-
-
-def tie_reference(case: Case) -> np.ndarray:
-    a = case.args
-    out = _f64(a["hidden"]) @ _f64(a["embedding"]).T
-    return out if a["head_bias"] is None else out + _f64(a["head_bias"])
-
+# ------------------------------------------------ a head tied to the embedding: what the identities the kernel sent say
 
 def _is_transposed_view(facts: dict, v: int, d: int) -> bool:
     if list(facts["head_shape"]) != [d, v]:
@@ -96,6 +72,35 @@ def _untied_finding(facts: dict, v: int, d: int, copied: bool, transposed: bool 
     return Finding("pytorch.transposed" if transposed else "pytorch.not_tied")
 
 
+# ---------------------------------------------------------------- tie_weights(embedding, lm_head): ties in place
+
+# (V, d, bias, leading shape of the hidden vectors fed to the head); V = 1 and V = 1000
+# are the edges of the promise, and on Gradescope what fails there waits for the due date
+TIE_SHAPES = ((6, 4, False, (2,)), (5, 5, True, (3,)), (20, 8, True, (2, 3)), (3, 7, False, (4,)),
+              (1, 3, True, (2,)), (1000, 64, True, (4,)))
+
+
+def tie_cases() -> list[Case]:
+    rng = hidden_rng(f"{CHAPTER_ID}/tie_weights")
+    found = []
+    for n, (v, d, bias, lead) in enumerate(TIE_SHAPES):
+        args = dict(
+            embedding=_matrix(rng, v, d),
+            head=_matrix(rng, v, d),  # the head's own values, which tying must replace
+            head_bias=rng.normal(0.0, 1.0, v).astype(np.float32) if bias else None,
+            hidden=rng.normal(0.0, d ** -0.25, (*lead, d)).astype(np.float32),
+        )
+        found.append(_case(n, args, f"nn.Embedding({v}, {d}), nn.Linear({d}, {v}, bias={bias})",
+                           visibility="after_due_date" if v in (1, 1000) else ""))
+    return found
+
+
+def tie_reference(case: Case) -> np.ndarray:
+    a = case.args
+    out = _f64(a["hidden"]) @ _f64(a["embedding"]).T
+    return out if a["head_bias"] is None else out + _f64(a["head_bias"])
+
+
 def judge_tie(case: Case, facts: dict, ref) -> Finding | None:
     a = case.args
     embedding = np.asarray(facts["embed"])
@@ -121,6 +126,29 @@ def judge_tie(case: Case, facts: dict, ref) -> Finding | None:
         return Finding("common.exception", {"type": kind, "message": message})
     return compare_arrays(facts["logits"], ref, RTOL, _scaled_atol(ref))
 
+
+TIE_WEIGHTS = Item(
+    name="tie_weights", points=2, probe="tie_weights_tied", cases=tie_cases,
+    reference=tie_reference, judge=judge_tie,
+    errors=(ErrorPattern("pytorch.refused_matching", r"ValueError"),),
+    promises=(
+        Promise("tie_weights(embedding, lm_head) takes nn.Embedding(V, d) and nn.Linear(d, V)",
+                "probe calls it positionally on modules built from the case; V from 1 to 1000, "
+                "V < d, V = d, V > d"),
+        Promise("with or without a bias", "cases with bias=True and bias=False"),
+        Promise("ties in place: lm_head.weight is embedding.weight, the very same Parameter",
+                "identities compared here; _untied_finding names copy, .data alias, new Parameter, transpose"),
+        Promise("the embedding keeps its values",
+                "judge_tie: embedding values equal the case's (wrong_direction, embedding_changed)"),
+        Promise("leave the head's bias alone",
+                "judge_tie: same bias Parameter and values, none added (bias_dropped, bias_changed)"),
+        Promise("the tied head computes h @ E.T + bias", "logits of the head against tie_reference"),
+        Promise("no ValueError when the shapes match", "ErrorPattern pytorch.refused_matching"),
+    ),
+)
+
+
+# -------------------------------------------------------------- tie_weights refuses a head of another shape: ValueError
 
 # (V, d, out_features, in_features): heads whose weight (out, in) is not the embedding's (V, d)
 REFUSED = ((6, 4, 7, 4), (6, 4, 6, 5), (6, 4, 4, 6), (8, 8, 5, 8), (1, 3, 3, 1))
@@ -158,10 +186,25 @@ def judge_refused(case: Case, facts: dict, _ref) -> Finding | None:
     return None
 
 
-# ---------------------------------------------------------------- TinyLM
+TIE_WEIGHTS_REFUSED = Item(
+    name="tie_weights.ValueError", symbol="tie_weights", points=1, probe="tie_weights_refused",
+    cases=refused_cases, reference=lambda case: None, judge=judge_refused,
+    promises=(
+        Promise("when lm_head.weight.shape differs from embedding.weight.shape, raise ValueError",
+                "refused cases: wrong V, wrong d, transposed (d, V), square embedding, V = 1; "
+                "no_shape_check, wrong_exception"),
+        Promise("the message names both shapes",
+                "judge_refused: names_shape finds (V, d) and (out, in) in the raw message "
+                "(empty_message, message_without_shapes)"),
+        Promise("change nothing", "same Parameters and values in both modules afterwards "
+                                  "(tied_before_check)"),
+    ),
+)
+
+
+# ------------------------------------------------ TinyLM(vocab_size, d_model, n_layers=2): the cases of its three items
 
 DEFAULT_LAYERS = 2  # TinyLM(vocab_size, d_model, n_layers=2)
-
 # (V, d, n_layers, batch, length): n_layers None leaves the default; d is a multiple of 4
 # from 4 up, sequences run from 1 to 64 tokens, the limits the exercise states
 TINY_SHAPES = ((11, 8, None, 2, 5), (32, 16, 1, 1, 7), (16, 16, 3, 3, 4), (97, 32, None, 2, 16),
@@ -182,17 +225,14 @@ def _tiny_cases(item: str, shapes, with_upstream: bool = False) -> list[Case]:
     return found
 
 
+# A head whose weight is the embedding's transpose fails in the forward pass of every item.
+TRANSPOSED_HEAD = ErrorPattern("pytorch.transposed", r"RuntimeError", SHAPES_DONT_MULTIPLY)
+
+
+# ------------------------------------------------------------ TinyLM: its modules, and one matrix for embed and lm_head
+
 def structure_cases() -> list[Case]:
     return _tiny_cases("TinyLM.tied", TINY_SHAPES[:4])
-
-
-def forward_cases() -> list[Case]:
-    return _tiny_cases("TinyLM.forward", TINY_SHAPES)
-
-
-def grad_cases() -> list[Case]:
-    # Sequences of at most 16 tokens: the limits of forward are TinyLM.forward's to judge
-    return _tiny_cases("TinyLM.grad", TINY_SHAPES[:4], with_upstream=True)
 
 
 def _expected_kinds(v: int, d: int) -> dict:
@@ -253,6 +293,35 @@ def judge_structure(case: Case, facts: dict, _ref) -> Finding | None:
     return None
 
 
+TINYLM_TIED = Item(
+    name="TinyLM.tied", symbol="TinyLM", points=2, probe="tinylm_structure",
+    cases=structure_cases, reference=lambda case: None, judge=judge_structure,
+    errors=(TRANSPOSED_HEAD,),
+    promises=(
+        Promise("TinyLM(vocab_size, d_model, n_layers=2)",
+                "probe passes n_layers by keyword, or leaves it out (cases 0 and 3 expect 2 blocks)"),
+        Promise("modules named embed, blocks, ln_f, lm_head",
+                "ErrorPattern pytorch.module_names; kinds facts: nn.Embedding(V, d), nn.LayerNorm(d), "
+                "nn.Linear(d, V) (module_kind)"),
+        Promise("lm_head has no bias", "fact head_bias (head_bias)"),
+        Promise("n_layers blocks in an nn.ModuleList, registered",
+                "state_dict keys blocks.0 … blocks.<n-1> sent raw (blocks_not_registered, block_count)"),
+        Promise("lm_head tied to embed: one Parameter",
+                "identities, data pointers, version bump, compared here (copied, data_alias, new_parameter, "
+                "transposed, not_tied)"),
+        Promise("the matrix is registered under two names only", "parameter counts (param_count)"),
+        Promise("the tie survives an optimizer step and .to(torch.float64)",
+                "facts after one SGD step and after .to (untied_by_step, untied_by_to)"),
+    ),
+)
+
+
+# ---------------------------------------------------------------- TinyLM.forward(input_ids) -> logits (B, T, V)
+
+def forward_cases() -> list[Case]:
+    return _tiny_cases("TinyLM.forward", TINY_SHAPES)
+
+
 def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
     ids = np.asarray(case.args["input_ids"])
     v = case.args["vocab_size"]
@@ -286,6 +355,31 @@ def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
     return Finding("pytorch.logits_not_tied")
 
 
+TINYLM_FORWARD = Item(
+    name="TinyLM.forward", symbol="TinyLM", points=2, probe="tinylm_forward",
+    cases=forward_cases, reference=lambda case: None, judge=judge_forward,
+    errors=(TRANSPOSED_HEAD,),
+    promises=(
+        Promise("forward(input_ids): int64 ids (B, T) to float32 logits (B, T, V)",
+                "judge_forward: a tensor, dtype torch.float32, shape (B, T, V)"),
+        Promise("sequences of 1 to 64 tokens, d_model a multiple of 4 from 4",
+                "cases with T = 1, T = 64 and d = 4 among seven shapes (index_out_of_range)"),
+        Promise("every block runs", "forward hooks count each block's calls (blocks_unused)"),
+        Promise("ln_f, then lm_head, and nothing after it",
+                "hook on ln_f: logits equal lm_head(ln_f's output), the head re-tied by the probe "
+                "when the model is not (ln_f_unused, not_tied, transposed, logits_not_tied)"),
+        Promise("checks call model.eval() first", "probe calls model.eval()"),
+    ),
+)
+
+
+# ---------------------------------------------------------------- TinyLM: the shared matrix's gradient, both paths
+
+def grad_cases() -> list[Case]:
+    # Sequences of at most 16 tokens: the limits of forward are TinyLM.forward's to judge
+    return _tiny_cases("TinyLM.grad", TINY_SHAPES[:4], with_upstream=True)
+
+
 def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
     shared, lookup, projection = (_f64(facts[k]) for k in ("shared", "lookup", "projection"))
     if not np.any(lookup):
@@ -305,7 +399,20 @@ def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
     return Finding("pytorch.grad_not_sum", {"max_err": f"{err:.3g}"})
 
 
-# ---------------------------------------------------------------- tied_logits
+TINYLM_GRAD = Item(
+    name="TinyLM.grad", symbol="TinyLM", points=2, probe="tinylm_grad",
+    cases=grad_cases, reference=lambda case: None, judge=judge_grad,
+    errors=(TRANSPOSED_HEAD,),
+    promises=(
+        Promise("the shared matrix's gradient is the sum of the lookup's and the projection's",
+                "probe re-ties an untied model, splits the paths on an untied twin; judge_grad "
+                "compares the raw gradients (lookup_not_embed, projection_detached, grad_one_path, "
+                "grad_not_sum)"),
+    ),
+)
+
+
+# ---------------------------------------------------------------- tied_logits(h, E, b=None) -> h @ E.T + b
 
 # (leading shape of h, V, d, b): b is "given", "omitted" (its default), or "None" (b=None
 # by keyword).  Leading shapes from none to four dimensions; V = 1 and V = d are edges.
@@ -398,10 +505,31 @@ def judge_logits(case: Case, facts: dict, ref) -> Finding | None:
     return None
 
 
-# ---------------------------------------------------------------- the chapter
+TIED_LOGITS = Item(
+    name="tied_logits", points=2, probe="tied_logits_call", cases=logits_cases,
+    reference=logits_reference, judge=judge_logits,
+    promises=(
+        Promise("tied_logits(h, E, b=None)", "probe passes b by keyword, leaves it out, or passes b=None"),
+        Promise("h of shape (..., d), any number of leading dimensions, possibly none",
+                "cases with 0 to 4 leading dimensions (leading_shape, mm_2d)"),
+        Promise("returns h @ E.T + b, or h @ E.T without a bias",
+                "values against logits_reference (missing_transpose, bias_ignored, none_bias)"),
+        Promise("of shape (..., V)", "compare_arrays shape check"),
+        Promise("a float32 tensor", "facts is_tensor and dtype (not_a_tensor, common.wrong_dtype)"),
+        Promise("stays on the autograd graph: gradients reach h, E and b",
+                "probe runs backward with an upstream array; judge compares the raw gradients "
+                "with logits_gradients (logits_detached, logits_grad, numpy_round_trip)"),
+    ),
+    errors=(
+        ErrorPattern("pytorch.numpy_round_trip", r"RuntimeError", r"numpy\(\) on Tensor that requires grad"),
+        ErrorPattern("pytorch.missing_transpose", r"RuntimeError", SHAPES_DONT_MULTIPLY),
+        ErrorPattern("pytorch.none_bias", r"TypeError", r"NoneType"),
+        ErrorPattern("pytorch.mm_2d", r"RuntimeError", r"must be a matrix|2D|2-D"),
+    ),
+)
 
-SHAPES_DONT_MULTIPLY = r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size"
-TRANSPOSED_HEAD = ErrorPattern("pytorch.transposed", r"RuntimeError", SHAPES_DONT_MULTIPLY)
+
+# ---------------------------------------------------------------- the chapter
 
 CHAPTER = Chapter(
     id=CHAPTER_ID,
@@ -409,109 +537,5 @@ CHAPTER = Chapter(
     probe_module="grader.chapters.pytorch_probe",
     errors=(ErrorPattern("pytorch.module_names", r"AttributeError", r"has no attribute '(embed|blocks|ln_f|lm_head)'"),
             ErrorPattern("pytorch.index_out_of_range", r"IndexError", r"index out of range in self")),
-    items=(
-        Item(
-            name="tie_weights", points=2, probe="tie_weights_tied", cases=tie_cases,
-            reference=tie_reference, judge=judge_tie,
-            errors=(ErrorPattern("pytorch.refused_matching", r"ValueError"),),
-            promises=(
-                Promise("tie_weights(embedding, lm_head) takes nn.Embedding(V, d) and nn.Linear(d, V)",
-                        "probe calls it positionally on modules built from the case; V from 1 to 1000, "
-                        "V < d, V = d, V > d"),
-                Promise("with or without a bias", "cases with bias=True and bias=False"),
-                Promise("ties in place: lm_head.weight is embedding.weight, the very same Parameter",
-                        "identities compared here; _untied_finding names copy, .data alias, new Parameter, transpose"),
-                Promise("the embedding keeps its values",
-                        "judge_tie: embedding values equal the case's (wrong_direction, embedding_changed)"),
-                Promise("leave the head's bias alone",
-                        "judge_tie: same bias Parameter and values, none added (bias_dropped, bias_changed)"),
-                Promise("the tied head computes h @ E.T + bias", "logits of the head against tie_reference"),
-                Promise("no ValueError when the shapes match", "ErrorPattern pytorch.refused_matching"),
-            ),
-        ),
-        Item(
-            name="tie_weights.ValueError", symbol="tie_weights", points=1, probe="tie_weights_refused",
-            cases=refused_cases, reference=lambda case: None, judge=judge_refused,
-            promises=(
-                Promise("when lm_head.weight.shape differs from embedding.weight.shape, raise ValueError",
-                        "refused cases: wrong V, wrong d, transposed (d, V), square embedding, V = 1; "
-                        "no_shape_check, wrong_exception"),
-                Promise("the message names both shapes",
-                        "judge_refused: names_shape finds (V, d) and (out, in) in the raw message "
-                        "(empty_message, message_without_shapes)"),
-                Promise("change nothing", "same Parameters and values in both modules afterwards "
-                                          "(tied_before_check)"),
-            ),
-        ),
-        Item(
-            name="TinyLM.tied", symbol="TinyLM", points=2, probe="tinylm_structure",
-            cases=structure_cases, reference=lambda case: None, judge=judge_structure,
-            errors=(TRANSPOSED_HEAD,),
-            promises=(
-                Promise("TinyLM(vocab_size, d_model, n_layers=2)",
-                        "probe passes n_layers by keyword, or leaves it out (cases 0 and 3 expect 2 blocks)"),
-                Promise("modules named embed, blocks, ln_f, lm_head",
-                        "ErrorPattern pytorch.module_names; kinds facts: nn.Embedding(V, d), nn.LayerNorm(d), "
-                        "nn.Linear(d, V) (module_kind)"),
-                Promise("lm_head has no bias", "fact head_bias (head_bias)"),
-                Promise("n_layers blocks in an nn.ModuleList, registered",
-                        "state_dict keys blocks.0 … blocks.<n-1> sent raw (blocks_not_registered, block_count)"),
-                Promise("lm_head tied to embed: one Parameter",
-                        "identities, data pointers, version bump, compared here (copied, data_alias, new_parameter, "
-                        "transposed, not_tied)"),
-                Promise("the matrix is registered under two names only", "parameter counts (param_count)"),
-                Promise("the tie survives an optimizer step and .to(torch.float64)",
-                        "facts after one SGD step and after .to (untied_by_step, untied_by_to)"),
-            ),
-        ),
-        Item(
-            name="TinyLM.forward", symbol="TinyLM", points=2, probe="tinylm_forward",
-            cases=forward_cases, reference=lambda case: None, judge=judge_forward,
-            errors=(TRANSPOSED_HEAD,),
-            promises=(
-                Promise("forward(input_ids): int64 ids (B, T) to float32 logits (B, T, V)",
-                        "judge_forward: a tensor, dtype torch.float32, shape (B, T, V)"),
-                Promise("sequences of 1 to 64 tokens, d_model a multiple of 4 from 4",
-                        "cases with T = 1, T = 64 and d = 4 among seven shapes (index_out_of_range)"),
-                Promise("every block runs", "forward hooks count each block's calls (blocks_unused)"),
-                Promise("ln_f, then lm_head, and nothing after it",
-                        "hook on ln_f: logits equal lm_head(ln_f's output), the head re-tied by the probe "
-                        "when the model is not (ln_f_unused, not_tied, transposed, logits_not_tied)"),
-                Promise("checks call model.eval() first", "probe calls model.eval()"),
-            ),
-        ),
-        Item(
-            name="TinyLM.grad", symbol="TinyLM", points=2, probe="tinylm_grad",
-            cases=grad_cases, reference=lambda case: None, judge=judge_grad,
-            errors=(TRANSPOSED_HEAD,),
-            promises=(
-                Promise("the shared matrix's gradient is the sum of the lookup's and the projection's",
-                        "probe re-ties an untied model, splits the paths on an untied twin; judge_grad "
-                        "compares the raw gradients (lookup_not_embed, projection_detached, grad_one_path, "
-                        "grad_not_sum)"),
-            ),
-        ),
-        Item(
-            name="tied_logits", points=2, probe="tied_logits_call", cases=logits_cases,
-            reference=logits_reference, judge=judge_logits,
-            promises=(
-                Promise("tied_logits(h, E, b=None)", "probe passes b by keyword, leaves it out, or passes b=None"),
-                Promise("h of shape (..., d), any number of leading dimensions, possibly none",
-                        "cases with 0 to 4 leading dimensions (leading_shape, mm_2d)"),
-                Promise("returns h @ E.T + b, or h @ E.T without a bias",
-                        "values against logits_reference (missing_transpose, bias_ignored, none_bias)"),
-                Promise("of shape (..., V)", "compare_arrays shape check"),
-                Promise("a float32 tensor", "facts is_tensor and dtype (not_a_tensor, common.wrong_dtype)"),
-                Promise("stays on the autograd graph: gradients reach h, E and b",
-                        "probe runs backward with an upstream array; judge compares the raw gradients "
-                        "with logits_gradients (logits_detached, logits_grad, numpy_round_trip)"),
-            ),
-            errors=(
-                ErrorPattern("pytorch.numpy_round_trip", r"RuntimeError", r"numpy\(\) on Tensor that requires grad"),
-                ErrorPattern("pytorch.missing_transpose", r"RuntimeError", SHAPES_DONT_MULTIPLY),
-                ErrorPattern("pytorch.none_bias", r"TypeError", r"NoneType"),
-                ErrorPattern("pytorch.mm_2d", r"RuntimeError", r"must be a matrix|2D|2-D"),
-            ),
-        ),
-    ),
+    items=(TIE_WEIGHTS, TIE_WEIGHTS_REFUSED, TINYLM_TIED, TINYLM_FORWARD, TINYLM_GRAD, TIED_LOGITS),
 )
