@@ -4,7 +4,8 @@ Both functions convert the checkpoint of one small tied model (an embedding, a s
 "mixer" Dense layer, and the tied output projection) between frameworks.  The probes
 (``frameworks_probe.py``) hand the student's function a checkpoint built from the
 grader's arrays and report what the returned model holds and computes; every
-comparison is here, against float64 references.
+comparison is here, against float64 references.  What the four items share comes
+first, then one block per exercise, in the notebook's order, each ending with its ``Item``.
 """
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
 
 CHAPTER_ID = "07_three_frameworks"
 RTOL, ATOL = 1e-5, 1e-5  # float32 logits of size O(10) against float64: see the book page
-
 # (V, d, T) of the cases: the worked example, a square embedding (where a transposed
 # embedding still runs), repeated ids, fewer tokens than dimensions and a single id,
 # and a larger vocabulary.
@@ -44,7 +44,10 @@ def reference_logits(embedding, kernel, bias, ids) -> np.ndarray:
     return h @ E.T
 
 
-# ---------------------------------------------------------------- cases
+def logits_reference(case: Case) -> np.ndarray:
+    a = case.args
+    return reference_logits(a["embedding"], a["kernel"], a["bias"], a["token_ids"])
+
 
 # Labels of the torch_to_nnx cases, by (worked example?, lm_head.weight in the state_dict?)
 ALIAS_LABELS = {(True, True): "frameworks.case_worked_alias", (False, True): "frameworks.case_hidden_alias",
@@ -71,32 +74,7 @@ def _cases(item: str, shapes=SHAPES, alias=None) -> list[Case]:
 STRUCTURE_SHAPES = (SHAPES[0], SHAPES[-1])
 
 
-def torch_cases() -> list[Case]:
-    return _cases("linen_to_torch")
-
-
-def torch_structure_cases() -> list[Case]:
-    return _cases("linen_to_torch.tied", STRUCTURE_SHAPES)
-
-
-def nnx_cases() -> list[Case]:
-    # The worked example keeps the alias, as model.state_dict() does; the others mix
-    # files with and without it, as safetensors' save_model writes them.
-    return _cases("torch_to_nnx", alias=(True, False, True, False, False))
-
-
-def nnx_structure_cases() -> list[Case]:
-    # With the alias, as model.state_dict() gives it: whether the converter copes with a
-    # file without it is torch_to_nnx's to judge, so that one mistake costs once.
-    return _cases("torch_to_nnx.params", STRUCTURE_SHAPES, alias=(True, True))
-
-
-def logits_reference(case: Case) -> np.ndarray:
-    a = case.args
-    return reference_logits(a["embedding"], a["kernel"], a["bias"], a["token_ids"])
-
-
-# ---------------------------------------------------------------- judges
+# ---------------------------------------------------------------- what a converted model holds and computes
 
 def _names(names) -> str:
     return ", ".join(names) or "-"
@@ -179,7 +157,12 @@ def _logits_finding(case: Case, facts: dict, ref) -> Finding | None:
     return finding
 
 
-TORCH_NAMES = ("embed.weight", "mixer.weight", "mixer.bias")
+# ---------------------------------------------------------------- linen_to_torch(variables) -> a tied TorchTiedLM
+
+def torch_structure_cases() -> list[Case]:
+    return _cases("linen_to_torch.tied", STRUCTURE_SHAPES)
+
+
 TORCH_KEYS = ("embed.weight", "mixer.weight", "mixer.bias", "lm_head.weight")
 
 
@@ -201,6 +184,30 @@ def judge_torch_structure(case: Case, facts: dict, _ref) -> Finding | None:
     return _not_float32(facts["dtypes"])
 
 
+LINEN_TO_TORCH_TIED = Item(
+    name="linen_to_torch.tied", symbol="linen_to_torch", points=2, probe="torch_structure",
+    cases=torch_structure_cases, reference=lambda case: None, judge=judge_torch_structure,
+    promises=(
+        Promise("linen_to_torch(variables) takes {'params': ...} as LinenTiedLM.init returns it",
+                "probe builds that tree from the case's float32 arrays (KeyError: key_name)"),
+        Promise("returns a TorchTiedLM(V, d)", "facts is_module, expected_class (not_torch_module, "
+                                               "wrong_class) and its state_dict keys (torch_keys)"),
+        Promise("stays tied: lm_head.weight is embed.weight, one Parameter",
+                "identities and data pointers, compared here (torch_alias, torch_copy, torch_head_stale)"),
+        Promise("every parameter float32", "dtypes of named_parameters(remove_duplicate=False) (float64)"),
+    ),
+)
+
+
+# ---------------------------------------------------------------- linen_to_torch: the checkpoint's values and logits
+
+def torch_cases() -> list[Case]:
+    return _cases("linen_to_torch")
+
+
+TORCH_NAMES = ("embed.weight", "mixer.weight", "mixer.bias")
+
+
 def judge_torch_values(case: Case, facts: dict, ref) -> Finding | None:
     """The checkpoint's values in the right Parameters; the logits too, where the model is
     tied and float32: a broken tie, a dtype or a class is linen_to_torch.tied's to judge."""
@@ -211,6 +218,29 @@ def judge_torch_values(case: Case, facts: dict, ref) -> Finding | None:
     if finding or not tied or _not_float32(facts["dtypes"]):
         return finding
     return _logits_finding(case, facts, ref)
+
+
+LINEN_TO_TORCH = Item(
+    name="linen_to_torch", points=3, probe="torch_values", cases=torch_cases,
+    reference=logits_reference, judge=judge_torch_values,
+    promises=(
+        Promise("V and d read from the embedding's shape",
+                "cases V < d, V = d, V > d (V from 3 to 300, d from 4 to 32)"),
+        Promise("holds the checkpoint: embed.weight = E, mixer.weight = kernel.T, mixer.bias = bias",
+                "held values by name (not_loaded, embedding_transposed, kernel_not_transposed, "
+                "wrong_param_shape)"),
+        Promise("computes the same logits", "logits against the float64 reference, when the model "
+                                            "is tied and float32 (the .tied item judges those)"),
+    ),
+)
+
+
+# ----------------------------------------------------------- torch_to_nnx(state_dict) -> an NNXTiedLM with three Params
+
+def nnx_structure_cases() -> list[Case]:
+    # With the alias, as model.state_dict() gives it: whether the converter copes with a
+    # file without it is torch_to_nnx's to judge, so that one mistake costs once.
+    return _cases("torch_to_nnx.params", STRUCTURE_SHAPES, alias=(True, True))
 
 
 NNX_PATHS = ("embed/embedding", "mixer/kernel", "mixer/bias")
@@ -230,6 +260,28 @@ def judge_nnx_structure(case: Case, facts: dict, _ref) -> Finding | None:
     return _not_float32(dict(zip(paths, facts["dtypes"])))
 
 
+TORCH_TO_NNX_PARAMS = Item(
+    name="torch_to_nnx.params", symbol="torch_to_nnx", points=2, probe="nnx_structure",
+    cases=nnx_structure_cases, reference=lambda case: None, judge=judge_nnx_structure,
+    promises=(
+        Promise("torch_to_nnx(state_dict) takes a TorchTiedLM state_dict",
+                "probe builds it from the case's arrays, with lm_head.weight as state_dict() gives it"),
+        Promise("returns an NNXTiedLM", "facts is_module, expected_class (not_nnx_module, wrong_class)"),
+        Promise("exactly three nnx.Params: embed/embedding, mixer/kernel, mixer/bias",
+                "Param paths sent raw (nnx_paths, nnx_extra_param)"),
+        Promise("float32 arrays", "Param dtypes (float64)"),
+    ),
+)
+
+
+# ------------------------------------------ torch_to_nnx: the checkpoint's values and logits, with or without the alias
+
+def nnx_cases() -> list[Case]:
+    # The worked example keeps the alias, as model.state_dict() does; the others mix
+    # files with and without it, as safetensors' save_model writes them.
+    return _cases("torch_to_nnx", alias=(True, False, True, False, False))
+
+
 def judge_nnx_values(case: Case, facts: dict, ref) -> Finding | None:
     """Every Param filled with the checkpoint's values, and the logits (a class, an extra
     Param or a dtype is torch_to_nnx.params's to judge)."""
@@ -239,6 +291,21 @@ def judge_nnx_values(case: Case, facts: dict, ref) -> Finding | None:
         return Finding("frameworks.nnx_unfilled_params", {"names": _names(facts["abstract"])})
     held = dict(zip(facts["paths"], facts["values"]))
     return _values_finding(case, held, NNX_PATHS, torch_layout=False) or _logits_finding(case, facts, ref)
+
+
+TORCH_TO_NNX = Item(
+    name="torch_to_nnx", points=3, probe="nnx_values", cases=nnx_cases,
+    reference=logits_reference, judge=judge_nnx_values,
+    promises=(
+        Promise("either with lm_head.weight (state_dict()) or without it (safetensors' save_model)",
+                "cases with and without the alias (alias_key)"),
+        Promise("holding the same values: embedding (V, d), kernel (in, out), bias",
+                "held values by path (nnx_unfilled_params, not_loaded, embedding_transposed, "
+                "kernel_not_transposed, nnx_key_name)"),
+        Promise("computes the same logits", "logits against the float64 reference, whatever the "
+                                            "class or dtypes (the .params item judges those)"),
+    ),
+)
 
 
 # ---------------------------------------------------------------- the chapter
@@ -257,57 +324,5 @@ CHAPTER = Chapter(
         ErrorPattern("frameworks.shape_mismatch", r"RuntimeError|TypeError",
                      r"size mismatch|must match the size|shapes cannot be multiplied|dot_general requires contracting"),
     ),
-    items=(
-        Item(
-            name="linen_to_torch.tied", symbol="linen_to_torch", points=2, probe="torch_structure",
-            cases=torch_structure_cases, reference=lambda case: None, judge=judge_torch_structure,
-            promises=(
-                Promise("linen_to_torch(variables) takes {'params': ...} as LinenTiedLM.init returns it",
-                        "probe builds that tree from the case's float32 arrays (KeyError: key_name)"),
-                Promise("returns a TorchTiedLM(V, d)", "facts is_module, expected_class (not_torch_module, "
-                                                       "wrong_class) and its state_dict keys (torch_keys)"),
-                Promise("stays tied: lm_head.weight is embed.weight, one Parameter",
-                        "identities and data pointers, compared here (torch_alias, torch_copy, torch_head_stale)"),
-                Promise("every parameter float32", "dtypes of named_parameters(remove_duplicate=False) (float64)"),
-            ),
-        ),
-        Item(
-            name="linen_to_torch", points=3, probe="torch_values", cases=torch_cases,
-            reference=logits_reference, judge=judge_torch_values,
-            promises=(
-                Promise("V and d read from the embedding's shape",
-                        "cases V < d, V = d, V > d (V from 3 to 300, d from 4 to 32)"),
-                Promise("holds the checkpoint: embed.weight = E, mixer.weight = kernel.T, mixer.bias = bias",
-                        "held values by name (not_loaded, embedding_transposed, kernel_not_transposed, "
-                        "wrong_param_shape)"),
-                Promise("computes the same logits", "logits against the float64 reference, when the model "
-                                                    "is tied and float32 (the .tied item judges those)"),
-            ),
-        ),
-        Item(
-            name="torch_to_nnx.params", symbol="torch_to_nnx", points=2, probe="nnx_structure",
-            cases=nnx_structure_cases, reference=lambda case: None, judge=judge_nnx_structure,
-            promises=(
-                Promise("torch_to_nnx(state_dict) takes a TorchTiedLM state_dict",
-                        "probe builds it from the case's arrays, with lm_head.weight as state_dict() gives it"),
-                Promise("returns an NNXTiedLM", "facts is_module, expected_class (not_nnx_module, wrong_class)"),
-                Promise("exactly three nnx.Params: embed/embedding, mixer/kernel, mixer/bias",
-                        "Param paths sent raw (nnx_paths, nnx_extra_param)"),
-                Promise("float32 arrays", "Param dtypes (float64)"),
-            ),
-        ),
-        Item(
-            name="torch_to_nnx", points=3, probe="nnx_values", cases=nnx_cases,
-            reference=logits_reference, judge=judge_nnx_values,
-            promises=(
-                Promise("either with lm_head.weight (state_dict()) or without it (safetensors' save_model)",
-                        "cases with and without the alias (alias_key)"),
-                Promise("holding the same values: embedding (V, d), kernel (in, out), bias",
-                        "held values by path (nnx_unfilled_params, not_loaded, embedding_transposed, "
-                        "kernel_not_transposed, nnx_key_name)"),
-                Promise("computes the same logits", "logits against the float64 reference, whatever the "
-                                                    "class or dtypes (the .params item judges those)"),
-            ),
-        ),
-    ),
+    items=(LINEN_TO_TORCH_TIED, LINEN_TO_TORCH, TORCH_TO_NNX_PARAMS, TORCH_TO_NNX),
 )
