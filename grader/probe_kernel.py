@@ -1,24 +1,95 @@
-"""Building the probe program: the same source runs in a kernel and in-process."""
+"""Building the probe program: the same program runs in a kernel and in-process.
+
+A chapter's probe module (``grader/chapters/<name>_probe.py``) is an ordinary module:
+it imports what it uses by name, from the standard library, NumPy, the chapter's
+framework and the kernel-side library (``LIBRARY``), and nothing else of the grader.
+``bundle`` gathers the probe module and the library modules it imports (read from
+their files, checked here), ``probe_source`` wraps them in ``grader/probe_loader.py``,
+which makes modules of them wherever the program runs.
+"""
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 from functools import cache
 from pathlib import Path
 
 from . import judge
-from .probe_runtime import decode_items, encode, run_items
+from .probe_runtime import PROBE_FILE, decode_items, encode, run_items
 from .registry import Chapter
+
+RUNTIME = "grader.probe_runtime"
+# The kernel-side library: what a probe module may import from the grader.  Each of
+# these imports only the standard library, NumPy, a framework and each other.
+LIBRARY = (RUNTIME, "grader.probe_jax", "grader.probe_torch")
+LOADER = "grader.probe_loader"
+
+
+class BundleError(ValueError):
+    """A probe module imports something of the grader that cannot go into the kernel."""
+
+
+def _text(module: str) -> str:
+    return Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8")
+
+
+def library_imports(module: str, source: str) -> list[str]:
+    """The library modules that ``source`` imports, in order; a relative import, an
+    ``import grader.x`` line (the kernel would look for it on disk) or a grader module
+    outside the library is refused."""
+    found = []
+    for node in ast.walk(ast.parse(source, module)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names if alias.name.split(".")[0] == "grader"]
+            if names:
+                raise BundleError(f"{module}: write 'from {names[0]} import ...', not 'import {names[0]}'")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                raise BundleError(f"{module}: a relative import (line {node.lineno}); name the module in full")
+            if node.module.split(".")[0] != "grader":
+                continue
+            if node.module not in LIBRARY:
+                raise BundleError(f"{module} imports {node.module}: a probe may import only {', '.join(LIBRARY)} "
+                                  "of the grader")
+            found.append(node.module)
+    return found
+
+
+@cache
+def bundle(chapter_probe_module: str) -> tuple[tuple[str, str], ...]:
+    """``(module, source)`` of the runtime, the library modules the chapter's probe
+    module imports and the probe module itself, each after the modules it imports."""
+    order: dict[str, str] = {}
+    visiting: list[str] = []
+
+    def visit(module: str) -> None:
+        if module in order:
+            return
+        if module in visiting:
+            raise BundleError(f"the library imports itself in a circle: {' -> '.join(visiting + [module])}")
+        visiting.append(module)
+        source = _text(module)
+        for needed in library_imports(module, source):
+            visit(needed)
+        visiting.pop()
+        order[module] = source
+
+    visit(RUNTIME)  # the runtime runs the cases, whatever the probes import
+    visit(chapter_probe_module)
+    return tuple(order.items())
 
 
 @cache
 def probe_source(chapter_probe_module: str) -> str:
-    """The runtime plus the chapter's probes, as one self-contained program."""
-    parts = []
-    for name in ("grader.probe_runtime", chapter_probe_module):
-        origin = importlib.util.find_spec(name).origin
-        parts.append(Path(origin).read_text(encoding="utf-8"))
-    return "\n\n".join(parts)
+    """One self-contained program: the loader, the bundle as text, and what it defines:
+    ``PROBES`` (the probes by name) and ``run_spec_file`` (the kernel's entry point)."""
+    return (
+        f"{_text(LOADER)}\n\n"
+        f"MODULES = load_modules({bundle(chapter_probe_module)!r}, {PROBE_FILE!r})\n"
+        f"PROBES = probes(MODULES, {chapter_probe_module!r})\n"
+        f"run_spec_file = MODULES[{RUNTIME!r}].run_spec_file\n"
+    )
 
 
 def spec_items(ch: Chapter, only: str | None = None) -> list[dict]:
@@ -41,8 +112,9 @@ def write_spec(ch: Chapter, spec_path: Path, out_path: Path) -> None:
 def run_in_process(ch: Chapter, namespace: dict, only: str | None = None) -> dict[str, list]:
     """The probes over ``namespace`` in this process (the in-notebook check)."""
     program = {"__name__": "_tied_probe"}
-    exec(compile(probe_source(ch.probe_module), "<tied-probe>", "exec"), program)
+    exec(compile(probe_source(ch.probe_module), PROBE_FILE, "exec"), program)
     items = decode_items(spec_items(ch, only))
     facts: dict[str, list] = {}
-    run_items(items, program, namespace, lambda name, found: facts.__setitem__(name, json.loads(json.dumps(found))))
+    run_items(items, program["PROBES"], namespace,
+              lambda name, found: facts.__setitem__(name, json.loads(json.dumps(found))))
     return facts

@@ -241,7 +241,7 @@ class ProbeHook:
             "    saved = sys.modules['_tied_saved']\n"
             "    ns = {'__name__': '_tied_probe', '__builtins__': saved.builtins}\n"
             f"    saved.exec(saved.compile({self.source!r}, '<tied-probe>', 'exec'), ns)\n"
-            "    ns['run_spec_file'](spec, ns, globals())\n"
+            "    ns['run_spec_file'](spec, ns['PROBES'], globals())\n"
             f"_tied_probe({self.spec_path!r}); del _tied_probe\n"
         )
         msg_id = kernel.execute_cell_input(code, allow_stdin=False)

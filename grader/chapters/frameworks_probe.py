@@ -4,17 +4,11 @@ Each probe builds a checkpoint from the grader's float32 arrays, in the form the
 student's converter receives (Linen variables, or a torch state_dict), calls the
 converter, and reports what the returned model holds and computes.
 """
+import numpy as np
 
-
-def _np(value):
-    """A tensor or array as a NumPy array of the same dtype, detached from autograd
-    (a bfloat16 tensor, which NumPy cannot hold, as float64: its dtype travels apart)."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu()
-        return (value.double() if value.dtype == torch.bfloat16 else value).numpy()
-    return np.asarray(value)
+from grader.probe_jax import path_name
+from grader.probe_runtime import error_text, lookup
+from grader.probe_torch import to_numpy
 
 
 def _linen_to_torch(ns, embedding, kernel, bias):
@@ -48,9 +42,9 @@ def _model_facts(ns, model, module_kind, class_name):
 def _run(model, ids):
     """The model's logits on ``ids``, or the error its forward pass raised, as facts."""
     try:
-        return {"logits": _np(model(ids)), "forward_error": ""}
+        return {"logits": to_numpy(model(ids)), "forward_error": ""}
     except Exception as exc:  # a model that cannot run is a fact, judged in the grader
-        return {"logits": None, "forward_error": f"{type(exc).__name__}: {exc}"[:300]}
+        return {"logits": None, "forward_error": error_text(exc)}
 
 
 def _torch_facts(ns, model):
@@ -62,7 +56,7 @@ def _torch_facts(ns, model):
         return facts
     named = list(model.named_parameters(remove_duplicate=False))
     return {**facts,
-            "params": {name: _np(p) for name, p in named},
+            "params": {name: to_numpy(p) for name, p in named},
             "dtypes": {name: str(p.dtype) for name, p in named},
             "state_keys": [str(k) for k in model.state_dict()]}
 
@@ -101,7 +95,7 @@ def _nnx_facts(ns, model):
         return facts
     facts.update(paths=[], dtypes=[], values=[], abstract=[])
     for path, variable in nnx.to_flat_state(nnx.state(model, nnx.Param)):
-        name = "/".join(str(p) for p in path)
+        name = path_name(path)
         value = variable.get_value()
         facts["paths"].append(name)
         if isinstance(value, jax.ShapeDtypeStruct):

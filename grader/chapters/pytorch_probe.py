@@ -3,6 +3,12 @@
 Every probe builds its modules from the numbers the grader sends, calls the
 student's code, and returns what it finds as plain arrays, numbers and booleans.
 """
+import functools
+
+import numpy as np
+
+from grader.probe_runtime import clip, error_text, lookup
+from grader.probe_torch import to_numpy
 
 
 def _single_threaded(probe):
@@ -11,8 +17,6 @@ def _single_threaded(probe):
     The models are tiny, and graders run several kernels side by side: with one
     thread per kernel the probes take a tenth of the time they take oversubscribed.
     """
-    import functools
-
     @functools.wraps(probe)
     def run(*args, **kwargs):
         import torch
@@ -27,21 +31,12 @@ def _single_threaded(probe):
     return run
 
 
-def _np(tensor):
-    """A tensor (or anything array-like) as a NumPy array, detached from autograd."""
-    import torch
-
-    if isinstance(tensor, torch.Tensor):
-        return tensor.detach().cpu().numpy()
-    return np.asarray(tensor)
-
-
 def _values(tensor):
     """A tensor's values as a NumPy array (float64 for any floating dtype, bfloat16 included,
     which NumPy cannot hold), or None for complex ones; its dtype travels separately."""
     if tensor.is_complex():
         return None
-    return _np(tensor.detach().double() if tensor.is_floating_point() else tensor)
+    return to_numpy(tensor.detach().double() if tensor.is_floating_point() else tensor)
 
 
 def _modules(vocab_size, d_model, in_features, out_features, bias, embedding, head, head_bias):
@@ -106,19 +101,19 @@ def tie_weights_tied(ns, embedding, head, head_bias, hidden):
     bias = getattr(lin, "bias", None)
     facts = {
         **_tie_facts(e, w),
-        "embed": _np(e),
-        "head": _np(w) if isinstance(w, torch.Tensor) else np.zeros((0,)),
+        "embed": to_numpy(e),
+        "head": to_numpy(w) if isinstance(w, torch.Tensor) else np.zeros((0,)),
         "has_bias": bias is not None,
         "bias_ids": [id(bias_before), id(bias)],
-        "bias": _np(bias) if isinstance(bias, torch.Tensor) else np.zeros((0,)),
+        "bias": to_numpy(bias) if isinstance(bias, torch.Tensor) else np.zeros((0,)),
     }
     try:
         with torch.no_grad():
-            facts["logits"] = _np(lin(torch.from_numpy(np.asarray(hidden, np.float32))))
+            facts["logits"] = to_numpy(lin(torch.from_numpy(np.asarray(hidden, np.float32))))
         facts["forward_error"] = ""
     except Exception as exc:  # a head that cannot run is a fact, judged in the grader
         facts["logits"] = np.zeros((0,))
-        facts["forward_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        facts["forward_error"] = error_text(exc)
     return facts
 
 
@@ -136,11 +131,11 @@ def tie_weights_refused(ns, embedding, head):
         raise
     except Exception as exc:  # the exception is the fact this probe collects
         facts.update(raised=type(exc).__name__, raised_types=[t.__name__ for t in type(exc).__mro__],
-                     message=str(exc)[:300])
+                     message=clip(exc))
     facts["ids_before"] = [id(embed_before), id(head_before)]
     facts["ids_after"] = [id(emb.weight), id(lin.weight)]
-    facts["embed"] = _np(emb.weight)
-    facts["head"] = _np(lin.weight)
+    facts["embed"] = to_numpy(emb.weight)
+    facts["head"] = to_numpy(lin.weight)
     return facts
 
 
@@ -187,8 +182,8 @@ def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
     e, w = model.embed.weight, model.lm_head.weight
     facts = {
         **_tie_facts(e, w),
-        "embed": _np(e).copy(),  # copies: the SGD step below changes the tensors in place
-        "head": _np(w).copy() if isinstance(w, torch.Tensor) else np.zeros((0,)),
+        "embed": to_numpy(e).copy(),  # copies: the SGD step below changes the tensors in place
+        "head": to_numpy(w).copy() if isinstance(w, torch.Tensor) else np.zeros((0,)),
         "head_bias": getattr(model.lm_head, "bias", None) is not None,
         "n_unique": sum(p.numel() for p in model.parameters()),
         "n_listed": sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False)),
@@ -203,7 +198,7 @@ def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
             if p.grad is not None:
                 p.add_(p.grad, alpha=-0.5)
     e, w = model.embed.weight, model.lm_head.weight
-    facts.update(step_ids=[id(e), id(w)], step_embed=_np(e).copy(), step_head=_np(w).copy())
+    facts.update(step_ids=[id(e), id(w)], step_embed=to_numpy(e).copy(), step_head=to_numpy(w).copy())
     model.to(torch.float64)
     e, w = model.embed.weight, model.lm_head.weight
     facts.update(f64_ids=[id(e), id(w)], f64_ptrs=[e.data_ptr(), w.data_ptr()])
@@ -235,12 +230,12 @@ def tinylm_forward(ns, vocab_size, d_model, n_layers, seed, input_ids):
         "type": type(logits).__name__,
         "dtype": str(logits.dtype) if is_tensor else "",
         "logits": _values(logits) if is_tensor else None,
-        "h": _np(seen[-1]) if seen else np.zeros((0,)),
+        "h": to_numpy(seen[-1]) if seen else np.zeros((0,)),
         "ln_f_calls": len(seen),
         "block_calls": calls,
-        "embed": _np(model.embed.weight),
-        "head": _np(model.lm_head.weight),
-        "bias": _np(bias) if bias is not None else np.zeros((0,)),
+        "embed": to_numpy(model.embed.weight),
+        "head": to_numpy(model.lm_head.weight),
+        "bias": to_numpy(bias) if bias is not None else np.zeros((0,)),
     }
 
 
@@ -277,7 +272,7 @@ def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
     zeros = np.zeros(tuple(model.embed.weight.shape), np.float32)
 
     def grad(p):
-        return _np(p.grad) if p.grad is not None else zeros
+        return to_numpy(p.grad) if p.grad is not None else zeros
 
     head = model.lm_head.weight
     return {
@@ -285,8 +280,8 @@ def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
         "lookup": grad(twin.embed.weight),
         "projection": grad(twin_head),
         "ids": [id(model.embed.weight), id(head)],
-        "head_grad": None if head.grad is None else _np(head.grad),
-        "h": _np(seen[-1]) if seen else np.zeros((0,)),
+        "head_grad": None if head.grad is None else to_numpy(head.grad),
+        "h": to_numpy(seen[-1]) if seen else np.zeros((0,)),
     }
 
 
@@ -311,7 +306,7 @@ def tied_logits_call(ns, h, E, b, upstream, pass_b):
         try:
             out.backward(torch.as_tensor(np.asarray(upstream), dtype=out.dtype))
         except Exception as exc:  # a graph that cannot be walked back is a fact too
-            facts["backward_error"] = f"{type(exc).__name__}: {exc}"[:300]
-    facts["grads"] = {name: _np(x.grad) if x is not None and x.grad is not None else None
+            facts["backward_error"] = error_text(exc)
+    facts["grads"] = {name: to_numpy(x.grad) if x is not None and x.grad is not None else None
                       for name, x in inputs.items()}
     return facts
