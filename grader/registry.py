@@ -2,8 +2,11 @@
 
 A chapter module (``grader/chapters/<name>.py``) declares a ``Chapter`` whose items
 say which probe runs in the student's kernel, on which cases, against which
-reference, and how a wrong answer is recognised.  Adding an exercise is adding one
-``Item`` to a chapter; adding a chapter is adding its module to ``grader/chapters/``.
+reference, and how a wrong answer is recognised.  It reads top to bottom: what its
+items share, then one block per exercise in the notebook's order (cases, reference,
+symptoms, judge), ending with that exercise's ``Item`` and its promises; the
+``Chapter`` at the bottom lists the items.  Adding an exercise is adding one block;
+adding a chapter is adding its module to ``grader/chapters/``.
 """
 from __future__ import annotations
 
