@@ -47,3 +47,36 @@ def test_a_probe_importing_the_grader_outside_the_library_is_refused(line, says)
 def test_library_imports_are_listed_in_order():
     source = "from grader.probe_jax import path_name\nfrom grader.probe_runtime import lookup\nimport json\n"
     assert library_imports("m", source) == ["grader.probe_jax", "grader.probe_runtime"]
+
+
+FORGE_LIBRARY = '''
+import grader.probe_runtime as runtime
+
+class Quiet:  # builds and runs without a warning: the warnings item would pass on it
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, token_ids):
+        return token_ids
+
+runtime.lookup = lambda namespace, name: Quiet
+'''
+
+
+def test_a_patched_library_module_in_the_kernel_forges_nothing(tmp_path):
+    """The probes take the bundle's library, not the grader's modules that the notebook
+    can import and patch: the stub still raises where a patched ``lookup`` would hand
+    the probe a class of the notebook's choosing."""
+    import json
+
+    import nbformat
+
+    from conftest import grader
+    from notebooks import ROOT, write
+
+    nb = nbformat.read(ROOT / "exercises" / "02_nnx.ipynb", as_version=4)
+    nb.cells.insert(1, nbformat.v4.new_code_cell(FORGE_LIBRARY))
+    done = grader("check", str(write(nb, tmp_path / "02_nnx.ipynb")), "--json", "--lang", "en")
+    items = {i["item"]: i for i in json.loads(done.stdout)["items"]}
+    assert items["TiedEmbed.warnings"]["key"] == "common.not_implemented"
+    assert sum(i["points"] for i in items.values()) == 0
