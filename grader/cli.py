@@ -137,7 +137,8 @@ def check_notebook(args) -> int:
     from . import disk_cache
     from .atomic import write_atomic
     from .report import as_dict, dumps, table
-    from .runner import Limits, grade
+    from .runner import grade
+    from .supervisor import Limits
 
     with disk_cache.compiled_programs() as compiled:
         limits = Limits(args.timeout, int(args.memory * 2**30), jax_cache=compiled, sandbox=args.sandbox)
@@ -156,7 +157,7 @@ def check_notebook(args) -> int:
 
 def run_grade(args) -> int:
     from .gradebook import grade_all
-    from .runner import Limits
+    from .supervisor import Limits
     from .shards import ShardError, parse_shard
 
     try:

@@ -1,6 +1,8 @@
-"""What the grader keeps on disk from one run to the next: references and compiled programs.
+"""What the grader keeps from one case to the next and from one run to the next: each
+item's cases and references, and compiled programs.
 
-**References.** Computing a chapter's references means importing its framework and
+**Cases and references.** ``cases`` builds an item's cases once per process;
+``references`` computes their reference values once per process and keeps them on disk. Computing a chapter's references means importing its framework and
 running the reference implementation on every public and hidden case: about 3.6 s for
 chapter 01, as much as running the student's notebook.  The values depend only on the
 grading code (the chapters, the cases, the encoding) and on the versions of the
@@ -37,7 +39,8 @@ from pathlib import Path
 
 from .atomic import write_atomic
 from .cases import secret_id
-from .probe_runtime import decode
+from .probe_runtime import decode, encode
+from .registry import Case, Chapter, chapter
 
 LIBRARIES = ("numpy", "jax", "jaxlib", "flax", "torch")
 
@@ -143,3 +146,34 @@ def store(chapter_id: str, item_name: str, encoded: list) -> None:
         write_atomic(path, json.dumps(encoded))
     except OSError:
         pass
+
+
+# ---------------------------------------------------------------- an item's cases and references
+
+@cache
+def cases(chapter_id: str, item_name: str) -> tuple[Case, ...]:
+    """An item's cases, built once per process (hidden ones depend on the secret in use)."""
+    return tuple(chapter(chapter_id).item(item_name).cases())
+
+
+@cache
+def references(chapter_id: str, item_name: str) -> tuple:
+    """Reference values for every case of an item: from the disk, else computed and stored.
+
+    They pass through the same encoding as the student's facts, so a judge sees both
+    sides in one form, whether the references were computed now or read back.
+    """
+    item_cases = cases(chapter_id, item_name)
+    stored = load(chapter_id, item_name, len(item_cases))
+    if stored is not None:
+        return stored
+    item = chapter(chapter_id).item(item_name)
+    encoded = [encode(item.reference(case)) for case in item_cases]
+    store(chapter_id, item_name, encoded)
+    return tuple(decode(value) for value in encoded)
+
+
+def warm_references(ch: Chapter) -> None:
+    """Every item's references, ready before the judging asks for them."""
+    for item in ch.items:
+        references(ch.id, item.name)

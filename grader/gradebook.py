@@ -18,11 +18,12 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 
-from . import disk_cache, runner
+from . import disk_cache, runner, supervisor
 from .atomic import write_atomic
 from .judge import NOT_REACHED, OOM, TIMEOUT
 from .registry import Finding
 from .report import as_dict, dumps
+from .result import Result
 from .shards import in_shard
 from .stopping import Interrupted, requested
 from .submission import BadSubmission, read_bytes
@@ -129,7 +130,7 @@ def progress(done: int, total: int, label: str) -> None:
     sys.stderr.flush()
 
 
-def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, lang: str,
+def grade_all(paths: list[Path], out: Path, jobs: int, limits: supervisor.Limits, lang: str,
               shard: tuple[int, int] | None = None) -> Gradebook:
     """Grade every notebook under ``paths`` (only share K of N with ``shard``) into ``out``."""
     book = Gradebook(out, lang)
@@ -146,12 +147,12 @@ def grade_all(paths: list[Path], out: Path, jobs: int, limits: runner.Limits, la
     return book
 
 
-def grader_error(path: Path, exc: BaseException) -> runner.Result:
+def grader_error(path: Path, exc: BaseException) -> Result:
     """The row of a submission the grader itself failed on."""
-    return runner.Result(path, bad=Finding(GRADER_ERROR, {"type": type(exc).__name__, "message": str(exc)[:200]}))
+    return Result(path, bad=Finding(GRADER_ERROR, {"type": type(exc).__name__, "message": str(exc)[:200]}))
 
 
-def run_pool(book: Gradebook, todo: list[tuple[str, Path]], jobs: int, limits: runner.Limits) -> None:
+def run_pool(book: Gradebook, todo: list[tuple[str, Path]], jobs: int, limits: supervisor.Limits) -> None:
     """Grade ``todo``, ``jobs`` at a time, saving each result as it comes.
 
     After Ctrl-C (``stopping.requested()``) no grading starts, every worker is
@@ -165,7 +166,7 @@ def run_pool(book: Gradebook, todo: list[tuple[str, Path]], jobs: int, limits: r
         while pending:
             if requested():
                 raise Interrupted
-            finished, _ = wait(pending, timeout=runner.POLL, return_when=FIRST_COMPLETED)
+            finished, _ = wait(pending, timeout=supervisor.POLL, return_when=FIRST_COMPLETED)
             for future in finished:
                 student, path = pending.pop(future)
                 try:
@@ -180,5 +181,5 @@ def run_pool(book: Gradebook, todo: list[tuple[str, Path]], jobs: int, limits: r
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         if requested():
-            runner.stop_workers()
+            supervisor.stop_workers()
             wait(pending, timeout=STOP_WAIT)

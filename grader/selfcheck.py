@@ -1,8 +1,9 @@
 """``check()``: the chapter's checks inside the running notebook.
 
 It runs the very probes and judges that ``grader check`` uses, only in this
-process instead of a separate one, so the verdicts agree.  In Jupyter the result
-shows as an ipywidgets panel; elsewhere it prints as a table.
+process instead of a separate one, so the verdicts agree, and returns the same
+``Result``: in Jupyter it shows as an ipywidgets panel (``panel``), elsewhere it
+prints as a table.
 """
 from __future__ import annotations
 
@@ -16,26 +17,12 @@ from .i18n import detect_lang, text
 from .judge import PASS
 from .probe_kernel import run_in_process
 from .registry import chapter_of_item, chapters
-from .report import status_text, table, verdict_message
-from .runner import Result
+from .report import status_text, verdict_message
+from .result import Result
 
 COLOURS = {PASS: "#1a7f37"}
 KEEP_ALL = "word-break:keep-all"  # Korean breaks between words, not inside them
 FAIL_COLOUR = "#cf222e"
-
-
-class CheckResult(Result):
-    """A ``Result`` that displays itself as a widget panel in Jupyter."""
-
-    lang: str = "en"
-
-    def __repr__(self) -> str:
-        return table(self, self.lang)
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(panel(self, self.lang))
 
 
 def panel(result: Result, lang: str):
@@ -80,7 +67,5 @@ def check(target, lang: str | None = None, namespace: dict | None = None):
     if namespace is None:
         namespace = inspect.currentframe().f_back.f_globals
     facts = run_in_process(ch, namespace, only)
-    result = CheckResult(Path("<notebook>"), ch.id)
-    result.lang = lang
-    result.verdicts = [judge.judge_item(ch, ch.item(name), found) for name, found in facts.items()]
-    return result
+    verdicts = [judge.judge_item(ch, ch.item(name), found) for name, found in facts.items()]
+    return Result(Path("<notebook>"), ch.id, verdicts=verdicts, lang=lang)

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from grader.runner import jax_cache_env  # noqa: E402
+from grader.supervisor import jax_cache_env  # noqa: E402
 from notebooks import ROOT, replace_regions, write  # noqa: E402
 from pitfalls import PITFALLS  # noqa: E402
 

@@ -20,7 +20,8 @@ from grader.probe_kernel import run_in_process
 from grader.probe_runtime import error_fact
 from grader.registry import chapter
 from grader.report import as_dict
-from grader.runner import Result, notebook_verdict
+from grader.result import Result
+from grader.verdicts import notebook_verdict
 
 
 def _shell():

@@ -12,7 +12,7 @@ import string
 import nbformat
 import pytest
 
-from grader import judge
+from grader import disk_cache, judge
 from grader.i18n import LANGUAGES, catalog, hint_key
 from grader.registry import chapters
 from grader.release import BEGIN
@@ -47,7 +47,7 @@ def keys_in_registry() -> set[str]:
         found |= {pattern.key for pattern in ch.errors}
         for item in ch.items:
             found |= {pattern.key for pattern in item.errors}
-            found |= {case.label for case in judge.cases(ch.id, item.name)}
+            found |= {case.label for case in disk_cache.cases(ch.id, item.name)}
             for cell in getattr(item.judge, "__closure__", None) or ():
                 value = cell.cell_contents
                 if isinstance(value, tuple):

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import disk_cache, judge
+from grader import disk_cache
+from grader.registry import chapter
 from grader.probe_runtime import encode
 from notebooks import ROOT
 
@@ -21,10 +22,10 @@ ITEM = "tied_embedding_grad"
 
 @pytest.fixture(autouse=True)
 def no_references_in_memory():
-    """Each test starts, and leaves, with nothing in ``judge.expected``'s own cache."""
-    judge.expected.cache_clear()
+    """Each test starts, and leaves, with nothing in ``disk_cache.references``'s own cache."""
+    disk_cache.references.cache_clear()
     yield
-    judge.expected.cache_clear()
+    disk_cache.references.cache_clear()
 
 
 @pytest.fixture
@@ -40,8 +41,8 @@ def stored_file(folder):
 
 def computed():
     """The references straight from the reference implementation, no cache involved."""
-    item = judge.chapter(CHAPTER).item(ITEM)
-    return [item.reference(case) for case in judge.cases(CHAPTER, ITEM)]
+    item = chapter(CHAPTER).item(ITEM)
+    return [item.reference(case) for case in disk_cache.cases(CHAPTER, ITEM)]
 
 
 def assert_equal_to_computed(values):
@@ -56,10 +57,10 @@ def assert_equal_to_computed(values):
 
 
 def test_read_back_equals_computed(cache_dir):
-    assert_equal_to_computed(judge.expected(CHAPTER, ITEM))  # computed, then stored
+    assert_equal_to_computed(disk_cache.references(CHAPTER, ITEM))  # computed, then stored
     assert stored_file(cache_dir).exists()
-    judge.expected.cache_clear()
-    assert_equal_to_computed(judge.expected(CHAPTER, ITEM))  # read from the file
+    disk_cache.references.cache_clear()
+    assert_equal_to_computed(disk_cache.references(CHAPTER, ITEM))  # read from the file
 
 
 @pytest.mark.parametrize("content", [
@@ -69,18 +70,18 @@ def test_read_back_equals_computed(cache_dir):
     json.dumps([{"__nd__": 12}]),
 ])
 def test_a_damaged_file_is_computed_again_and_rewritten(cache_dir, content):
-    judge.expected(CHAPTER, ITEM)
+    disk_cache.references(CHAPTER, ITEM)
     path = stored_file(cache_dir)
     path.write_text(content, encoding="utf-8")
-    judge.expected.cache_clear()
-    assert_equal_to_computed(judge.expected(CHAPTER, ITEM))
+    disk_cache.references.cache_clear()
+    assert_equal_to_computed(disk_cache.references(CHAPTER, ITEM))
     assert json.loads(path.read_text(encoding="utf-8")) == [encode(v) for v in computed()]
 
 
 def test_an_empty_setting_keeps_nothing_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("TIED_CACHE_DIR", "")
     monkeypatch.chdir(tmp_path)
-    assert judge.expected(CHAPTER, ITEM)
+    assert disk_cache.references(CHAPTER, ITEM)
     assert disk_cache.folder() is None
     assert not any(tmp_path.iterdir())
 
@@ -89,7 +90,7 @@ def test_a_folder_that_cannot_be_written_is_no_error(tmp_path, monkeypatch):
     blocker = tmp_path / "a file, not a folder"
     blocker.write_text("")
     monkeypatch.setenv("TIED_CACHE_DIR", str(blocker))
-    assert len(judge.expected(CHAPTER, ITEM)) == len(judge.cases(CHAPTER, ITEM))
+    assert len(disk_cache.references(CHAPTER, ITEM)) == len(disk_cache.cases(CHAPTER, ITEM))
 
 
 def test_another_library_version_uses_another_folder(monkeypatch):
@@ -166,6 +167,6 @@ def test_folders_of_other_fingerprints_are_pruned(cache_dir):
     (old / "01_linen.tied_io_embed.json").write_text("[]")
     kept = cache_dir / "references" / f"{disk_cache.fingerprint()}-secretid"  # this grader, with a secret
     kept.mkdir()
-    judge.expected(CHAPTER, ITEM)
+    disk_cache.references(CHAPTER, ITEM)
     assert not old.exists() and kept.is_dir()
     assert stored_file(cache_dir).parent.name == disk_cache.fingerprint()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import chapters
-from grader.judge import cases
+from grader.disk_cache import cases
 from grader.registry import chapter
 from inprocess import run_cells
 from notebooks import solution

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import chapters, judged_in_process
-from grader import judge
+from grader import disk_cache
 from inprocess import run_cells
 from notebooks import ROOT
 from pitfalls import PITFALLS
@@ -40,7 +40,7 @@ def notebook_namespace(chapter_id: str, until: str = "check(") -> dict:
 
 
 def public_args(chapter_id: str, item: str) -> list[dict]:
-    return [case.args for case in judge.cases(chapter_id, item) if case.public]
+    return [case.args for case in disk_cache.cases(chapter_id, item) if case.public]
 
 
 @pytest.mark.skipif("05_mlm" not in chapters(), reason="TIED_CHAPTERS leaves chapter 05 out")

@@ -18,7 +18,7 @@ from hypothesis.extra import numpy as hnp
 from conftest import chapters
 from inprocess import run_cells
 from notebooks import solution
-from grader import judge
+from grader import disk_cache, judge
 from grader.i18n import LANGUAGES
 from grader.probe_kernel import run_in_process
 from grader.probe_runtime import encode
@@ -66,7 +66,7 @@ def verdict_for(ch_id, name, values):
 def test_named_odd_value_gets_a_clean_verdict(ch_id, name, kind):
     """The judge itself names these values; it does not fall back on the "could not be
     judged" guard."""
-    n = len(judge.cases(ch_id, name))
+    n = len(disk_cache.cases(ch_id, name))
     verdict = verdict_for(ch_id, name, [NAMED[kind]] * n)
     assert verdict.finding is None or verdict.finding.key != "common.not_judged", verdict_message(verdict, "en")
     for lang in LANGUAGES:
@@ -77,7 +77,7 @@ def test_named_odd_value_gets_a_clean_verdict(ch_id, name, kind):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=st.one_of(JSONISH, ARRAYS.map(encode)))
 def test_any_value_gets_a_verdict(ch_id, name, value):
-    n = len(judge.cases(ch_id, name))
+    n = len(disk_cache.cases(ch_id, name))
     verdict = verdict_for(ch_id, name, [value] * n)
     assert verdict.status in (judge.PASS, judge.FAIL)
     for lang in LANGUAGES:

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from conftest import grader
-from grader import gradebook, runner
+from grader import gradebook, runner, supervisor
+from grader.result import Result
 from grader.registry import Finding, chapter
 from grader.submission import load
 from notebooks import ROOT, solution, with_cells, write
@@ -86,7 +87,7 @@ def test_the_worker_reports_the_checks_honestly(tmp_path):
     """nbval's await_reply returns None: the worker reads the probes' reply itself."""
     sub = load(solution(CHAPTER))
     job = runner.prepare(sub, chapter(CHAPTER), tmp_path)
-    stopped, log = runner.supervise(job, runner.Limits(timeout=120))
+    stopped, log = supervisor.supervise(job, supervisor.Limits(timeout=120))
     _, summary = runner.collect(job)
     assert (stopped, summary["probes"]) == ("", "done"), log
 
@@ -97,12 +98,12 @@ def test_a_crash_on_one_submission_gives_it_a_row_and_the_batch_goes_on(tmp_path
     def grade(path, limits):
         if path.name == "crash.ipynb":
             raise RuntimeError("a bug in the grader")
-        return runner.Result(path, bad=Finding("bad.empty", {"path": str(path)}))
+        return Result(path, bad=Finding("bad.empty", {"path": str(path)}))
 
     monkeypatch.setattr(runner, "grade", grade)
     book = gradebook.Gradebook(tmp_path / "out", "es")
     todo = [("ana", tmp_path / "crash.ipynb"), ("bo", tmp_path / "empty.ipynb")]
-    gradebook.run_pool(book, todo, 2, runner.Limits())
+    gradebook.run_pool(book, todo, 2, supervisor.Limits())
     rows = {row["student"]: row for row in book.rows()}
     assert rows["ana"]["verdict"] == "grader_error" and "RuntimeError: a bug in the grader" in rows["ana"]["message"]
     assert rows["ana"]["message"].startswith("No se pudo calificar")  # in the student's language

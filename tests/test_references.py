@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import chapters
-from grader.judge import cases
+from grader.disk_cache import cases
 
 pytestmark = pytest.mark.skipif("02_nnx" not in chapters(), reason="TIED_CHAPTERS leaves chapter 02 out")
 

@@ -1,0 +1,46 @@
+"""``Result``: the verdicts of one notebook, as ``grader check``, ``grader grade`` and the
+in-notebook ``check()`` return them.  It prints as a table, and in Jupyter it shows
+itself as a panel of widgets (``grader.selfcheck.panel``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .judge import PASS, Verdict
+from .registry import Finding
+
+
+@dataclass
+class Result:
+    path: Path
+    chapter: str = ""
+    sha256: str = ""
+    verdicts: list[Verdict] = field(default_factory=list)
+    bad: Finding | None = None  # set when the file could not be graded at all
+    seconds: float = 0.0
+    log: str = ""  # the end of the worker's log: pytest's report, errors outside the cells
+    lang: str = "en"  # the language it shows itself in
+
+    @property
+    def points(self) -> int:
+        return sum(v.points for v in self.verdicts)
+
+    @property
+    def max_points(self) -> int:
+        return sum(v.max_points for v in self.verdicts)
+
+    @property
+    def passed(self) -> bool:
+        return self.bad is None and all(v.status == PASS for v in self.verdicts)
+
+    def __repr__(self) -> str:
+        from .report import table
+
+        return table(self, self.lang)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        from .selfcheck import panel
+
+        display(panel(self, self.lang))

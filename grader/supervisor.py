@@ -1,0 +1,205 @@
+"""Running the worker for one notebook under its limits, and stopping it.
+
+``supervise`` starts ``grader.worker`` in a process group of its own (in a sandbox when
+asked), with the kernel's environment (threads, JAX's compilation cache), watches its
+time and memory, and kills the whole tree when it ends, overruns or after Ctrl-C
+(``stopping.requested()``): interrupt first (the worker does, at the deadline), kill
+second.  ``stop_workers`` kills every running worker at once.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from .judge import OOM, TIMEOUT
+from .sandbox import Sandbox
+from .stopping import Interrupted, requested
+
+DEFAULT_TIMEOUT = 120.0  # seconds per notebook
+DEFAULT_MEMORY = 4 * 2**30  # bytes for the whole process tree
+GRACE = 5.0  # seconds between the deadline, when the worker interrupts its kernel, and the kill
+POLL = 0.05  # seconds between memory checks
+LIST_EVERY = 0.5  # seconds between listings of the worker's process tree
+LOG_LIMIT = 2**20  # bytes kept from the end of the worker's log
+# Workers running now.  Starting one and noting it here happen under _LAUNCH, after
+# a look at ``requested()``, so that after Ctrl-C ``stop_workers`` sees every
+# worker and no other starts.
+LIVE: set[psutil.Process] = set()
+_LAUNCH = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a submission's kernel gets: time, memory, threads and a compilation cache."""
+    timeout: float = DEFAULT_TIMEOUT
+    memory: int = DEFAULT_MEMORY
+    threads: int = 0  # CPU threads the kernel may use; 0 leaves the libraries' default
+    jax_cache: str = ""  # a folder where the kernels keep compiled JAX programs
+    sandbox: bool = False  # each worker in its own namespaces and cgroups (grader.sandbox)
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment that caps the kernel's BLAS, OpenMP (torch) and XLA thread pools.
+
+    Parallel grading runs several kernels at once; each one sizing its pools to every
+    core of the machine makes them fight over the cores and slows the whole batch.
+    """
+    if threads <= 0:
+        return {}
+    n = str(threads)
+    env = {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n}
+    if threads == 1:
+        xla = os.environ.get("XLA_FLAGS", "")
+        env["XLA_FLAGS"] = f"{xla} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
+    return env
+
+
+def jax_cache_env(folder: str) -> dict[str, str]:
+    """Environment that lets JAX keep every compiled program in ``folder``.
+
+    Every kernel is a fresh process, and kernels grading the same chapter compile the
+    same small programs (the cache key is a hash of the program, the compiler options
+    and the versions), so a later kernel loads what an earlier one compiled: about a
+    third less time per Flax notebook.  ``grader.disk_cache`` chooses the folder.  A
+    cache the user set up already is left alone.
+    """
+    if not folder or "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return {}
+    return {
+        "JAX_COMPILATION_CACHE_DIR": folder,
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+    }
+
+
+def _tree(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return [proc] + proc.children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _rss(procs: list[psutil.Process]) -> int:
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def kill_tree(root: psutil.Process, known: list[psutil.Process] = ()) -> None:
+    """Kill ``root``, every process under it and those in ``known``, none escaping.
+
+    Each one is stopped (SIGSTOP) before the tree is listed again, and a stopped
+    process cannot start another: once a listing finds nothing new, killing them all
+    leaves nothing behind, not even a kernel that was being started.
+    """
+    seen: dict[int, psutil.Process] = {}
+    while fresh := [p for p in _tree(root) + list(known) if p.pid not in seen]:
+        for p in fresh:
+            seen[p.pid] = p
+            try:
+                p.suspend()
+            except psutil.Error:
+                pass
+    for p in seen.values():
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    # Wait until each has ended (a zombie has: only its parent's wait remains);
+    # psutil.wait_procs would wait for init to reap the kernel, up to its timeout.
+    deadline = time.monotonic() + 1.0
+    while not all(map(_ended, seen.values())) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _ended(p: psutil.Process) -> bool:
+    try:
+        return p.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def supervise(job: dict, limits: Limits) -> tuple[str, str]:
+    """Run the worker; return how it stopped (``""`` when it finished, else TIMEOUT
+    or OOM) and the end of its log.
+
+    The worker interrupts its kernel at the deadline itself, so that the traceback
+    shows where the code was stuck; the whole tree is killed ``GRACE`` seconds later,
+    at once when it uses too much memory, and within ``POLL`` seconds of Ctrl-C
+    (then ``Interrupted`` is raised).  The deadline goes to the worker as a value of
+    the monotonic clock, which every process of the machine shares.
+    """
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1",
+           **thread_env(limits.threads), **jax_cache_env(limits.jax_cache)}
+    deadline = time.monotonic() + limits.timeout
+    command = [sys.executable, "-m", "grader.worker", job["path"], repr(deadline)]
+    box = Sandbox(Path(job["path"]).parent, limits.memory, env) if limits.sandbox else None
+    with tempfile.TemporaryFile() as log:  # out of the kernel's reach, unlike the job's folder
+        with _LAUNCH:
+            if requested():
+                raise Interrupted
+            proc = subprocess.Popen(
+                box.argv(command, Path(job["notebook"]).parent) if box else command,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                env=box.env if box else env, cwd=Path(job["notebook"]).parent,
+            )
+            watched = psutil.Process(proc.pid)  # taken before the worker can be reaped: never another process
+            LIVE.add(watched)
+        procs: list[psutil.Process] = []
+        try:
+            stopped, procs = _watch(proc, watched, deadline + GRACE, limits.memory, box)
+        finally:
+            # Whatever happened, nothing outlives this call: a kernel the worker
+            # left behind was in the last listing, and in a sandbox everything the
+            # submission started is in its cgroup.
+            kill_tree(watched, procs)
+            proc.wait()
+            LIVE.discard(watched)
+            if box:
+                stopped = OOM if box.hit_memory_limit() and stopped != TIMEOUT else stopped
+                box.close()
+        return stopped, _tail(log)
+
+
+def stop_workers() -> None:
+    """After Ctrl-C: kill every worker and its kernel now (each supervisor would
+    within ``POLL`` seconds, unless its thread is busy elsewhere)."""
+    with _LAUNCH:  # a launch under way ends and is noted; none starts after
+        live = list(LIVE)
+    for watched in live:
+        kill_tree(watched)
+
+
+def _watch(proc: subprocess.Popen, watched: psutil.Process, kill_at: float, memory: int, box=None):
+    """Wait for the worker; (how it stopped, its tree when last listed).  In a sandbox
+    the cgroup also counts what the tree does not show (memfd, detached children)."""
+    procs, listed = [], 0.0
+    while proc.poll() is None:
+        if requested():
+            raise Interrupted
+        now = time.monotonic()
+        if now - listed > LIST_EVERY:  # listing the tree scans /proc: not every poll
+            procs, listed = _tree(watched), now
+        if now > kill_at:
+            return TIMEOUT, procs
+        if _rss(procs) > memory or (box is not None and box.hit_memory_limit()):
+            return OOM, procs
+        time.sleep(POLL)
+    return "", procs
+
+
+def _tail(log) -> str:
+    log.seek(max(0, log.seek(0, os.SEEK_END) - LOG_LIMIT))
+    return log.read().decode("utf-8", errors="replace")

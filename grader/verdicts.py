@@ -1,0 +1,63 @@
+"""Step 5 of grading a notebook: its verdicts, from the records the kernel wrote, the
+worker's summary and how the worker stopped.  Each item with a record is judged
+(``grader.judge``); the others, and the notebook itself, say what stopped them."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from . import expected_outputs, judge
+from .judge import FAIL, NOT_REACHED, OOM, PASS, TIMEOUT, Verdict
+from .registry import Chapter, ErrorPattern, Finding
+from .supervisor import Limits
+
+NOTEBOOK_ITEM = "notebook"
+KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
+
+
+def notebook_verdict(cells: list[dict]) -> Verdict:
+    """Did every cell run?  A stub left alone reads as 'not implemented'."""
+    failed = [c for c in cells if not c["passed"]]
+    if not failed:
+        return Verdict(NOTEBOOK_ITEM, 1, 1, PASS)
+    first = failed[0]
+    error = first.get("error", {"type": "Error", "message": "", "line": ""})
+    # Later failures usually follow from the first (a name never defined), so the
+    # first one decides: a stub left alone reads as "not implemented".
+    return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, judge.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1))
+
+
+def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limits) -> list[Verdict]:
+    """Judge each item from its records; the others get what stopped them.
+
+    On a timeout the worker's summary says where the code was stuck, in a cell or in
+    an item's checks, and at which line: that verdict quotes it.
+    """
+    done = {
+        item.name: judge.judge_records(ch, item, facts[item.name])
+        for item in ch.items
+        if item.name in facts
+    }
+    timeout = summary.get("timeout")
+    seconds = f"{limits.timeout:g}"
+    if stopped == TIMEOUT or timeout is not None:
+        status, finding = TIMEOUT, Finding("common.timeout", {"seconds": seconds})
+    elif stopped == OOM:
+        status, finding = OOM, Finding("common.oom", {"gib": f"{limits.memory / 2**30:g}"})
+    elif summary.get("probes") in ("kernel_dead", "not_run"):  # it died before the checks or during them
+        status, finding = NOT_REACHED, Finding("common.kernel_died")
+    else:  # the checks ran yet left no record, or no summary came back: the notebook broke them
+        status, finding = NOT_REACHED, Finding("common.probe_failed")
+    found = judge.unreached(ch, done, status, finding)
+    cells = summary.get("cells")
+    if timeout is not None and timeout["where"] == "checks":
+        stuck = next((n for n, v in enumerate(found) if v.status == TIMEOUT), None)
+        if stuck is not None:
+            found[stuck] = replace(found[stuck], finding=Finding(
+                "common.timeout_in_check", {"seconds": seconds, "line": timeout["line"]}))
+        return [notebook_verdict(cells)] + found
+    if timeout is not None and timeout["where"] == "cell":
+        finding = Finding("common.timeout_in_cell",
+                          {"seconds": seconds, "cell": timeout["cell"] + 1, "line": timeout["line"]})
+    if stopped or timeout is not None or cells is None:
+        return [Verdict(NOTEBOOK_ITEM, 0, 1, status, finding)] + found
+    return [notebook_verdict(cells)] + found
