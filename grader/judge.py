@@ -6,14 +6,13 @@ computed here too; the student's kernel only ever supplies raw values.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
 
 import numpy as np
 
-from . import disk_cache
+from .disk_cache import cases, references
 from .i18n import hint_key
-from .probe_runtime import decode, encode
-from .registry import Case, Chapter, ErrorPattern, Finding, Item, Symptom, chapter
+from .probe_runtime import decode
+from .registry import Case, Chapter, ErrorPattern, Finding, Item, Symptom
 
 # Outcomes of an item.  PASS earns the points; everything else earns none.
 PASS, FAIL, TIMEOUT, OOM, NOT_REACHED = "pass", "fail", "timeout", "oom", "not_reached"
@@ -35,33 +34,6 @@ class Verdict:
     shown: dict = field(default_factory=dict)  # the sizes that label shows
     visibility: str = "visible"  # the failing case's (registry.VISIBILITIES)
     extra: dict = field(default_factory=dict)
-
-
-@cache
-def cases(chapter_id: str, item_name: str) -> tuple[Case, ...]:
-    return tuple(chapter(chapter_id).item(item_name).cases())
-
-
-@cache
-def expected(chapter_id: str, item_name: str) -> tuple:
-    """Reference values for every case of an item: from the disk cache, else computed.
-
-    They pass through the same encoding as the student's facts, so a judge sees both
-    sides in one form, whether the references were computed now or read back.
-    """
-    item_cases = cases(chapter_id, item_name)
-    stored = disk_cache.load(chapter_id, item_name, len(item_cases))
-    if stored is not None:
-        return stored
-    item = chapter(chapter_id).item(item_name)
-    encoded = [encode(item.reference(case)) for case in item_cases]
-    disk_cache.store(chapter_id, item_name, encoded)
-    return tuple(decode(value) for value in encoded)
-
-
-def warm_references(ch: Chapter) -> None:
-    for item in ch.items:
-        expected(ch.id, item.name)
 
 
 def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None) -> Finding:
@@ -123,7 +95,7 @@ def judge_item(ch: Chapter, item: Item, facts) -> Verdict:
                                                       "expected": len(item_cases)}))
         if not all(map(well_formed, facts)):
             return fail(Finding("common.malformed_record"))
-        refs = expected(ch.id, item.name)
+        refs = references(ch.id, item.name)
     except Exception as exc:  # a reference that cannot be computed is the grader's fault
         return fail(not_judged(exc))
     for case, fact, ref in zip(item_cases, facts, refs):
