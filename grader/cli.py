@@ -157,8 +157,8 @@ def check_notebook(args) -> int:
 
 def run_grade(args) -> int:
     from .gradebook import grade_all
-    from .supervisor import Limits
     from .shards import ShardError, parse_shard
+    from .supervisor import Limits
 
     try:
         shard = parse_shard(args.shard) if args.shard else None

@@ -2,18 +2,19 @@
 item's cases and references, and compiled programs.
 
 **Cases and references.** ``cases`` builds an item's cases once per process;
-``references`` computes their reference values once per process and keeps them on disk. Computing a chapter's references means importing its framework and
-running the reference implementation on every public and hidden case: about 3.6 s for
-chapter 01, as much as running the student's notebook.  The values depend only on the
-grading code (the chapters, the cases, the encoding) and on the versions of the
-libraries, so the first run stores them in a folder named by a hash of both, and later
-runs (``grader check`` again, each notebook of a batch, the in-notebook ``check()``)
-read them back; folders of older fingerprints are removed when a new one is made.  The
-files hold values in the encoding the kernel uses for its facts (arrays as .npy bytes,
-never pickles): a damaged file fails to decode, and then the references are computed
-again.  A well-formed edit is used as it is: a notebook graded without ``--sandbox``
-runs with the user's permissions and can write here, so an untrusted class is graded
-with ``--sandbox``, where the kernels cannot see this folder.
+``references`` computes their reference values once per process and keeps them on disk.
+Computing a chapter's references means importing its framework and running the reference
+implementation on every public and hidden case: about 3.6 s for chapter 01, as much as
+running the student's notebook. The values depend only on the grading code (the
+chapters, the cases, the encoding) and on the versions of the libraries, so the first
+run stores them in a folder named by a hash of both, and later runs (``grader check``
+again, each notebook of a batch, the in-notebook ``check()``) read them back; folders of
+older fingerprints are removed when a new one is made. The files hold values in the
+encoding the kernel uses for its facts (arrays as .npy bytes, never pickles): a damaged
+file fails to decode, and then the references are computed again. A well-formed edit is
+used as it is: a notebook graded without ``--sandbox`` runs with the user's permissions
+and can write here, so an untrusted class is graded with ``--sandbox``, where the
+kernels cannot see this folder.
 
 **Compiled programs.** Each submission's kernel is a fresh process, and JAX would
 compile the same small programs in every one of them.  The kernels are pointed at a

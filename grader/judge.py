@@ -39,7 +39,8 @@ class Verdict:
 def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None) -> Finding:
     """The finding for an exception; ``cell`` names the notebook cell that raised it."""
     if COMMON_ERRORS[0].matches(error):  # the stub's hint says more than its line
-        return Finding("common.not_implemented", {"message": error["message"], "message_key": hint_key(error["message"])})
+        message = error["message"]
+        return Finding("common.not_implemented", {"message": message, "message_key": hint_key(message)})
     for pattern in patterns:
         if pattern.matches(error):
             return Finding(pattern.key, dict(error))
@@ -112,7 +113,8 @@ def judge_records(ch: Chapter, item: Item, records: list) -> Verdict:
     """An item passes only on exactly one record: a second line for it is forged."""
     if len(records) == 1:
         return judge_item(ch, item, records[0])
-    return Verdict(item.name, 0, item.points, FAIL, Finding("common.bad_record", {"count": len(records), "expected": 1}))
+    forged = Finding("common.bad_record", {"count": len(records), "expected": 1})
+    return Verdict(item.name, 0, item.points, FAIL, forged)
 
 
 def unreached(ch: Chapter, done: dict[str, Verdict], status: str, finding: Finding) -> list[Verdict]:

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Callable
 
-
 # Who sees what of a case, with Gradescope's words: "visible" (a worked example, in the
 # notebook), "hidden" (its inputs never shown; a failure names its sizes and the mistake),
 # "after_due_date" (hidden, and on Gradescope even the mistake waits for the due date).

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from pathlib import Path
 
 from .i18n import render, text
 from .judge import PASS, Verdict

@@ -26,8 +26,9 @@ FAIL_COLOUR = "#cf222e"
 
 
 def panel(result: Result, lang: str):
-    import ipywidgets as w
     from html import escape
+
+    import ipywidgets as w
 
     rows = []
     for v in result.verdicts:

@@ -23,7 +23,8 @@ def notebook_verdict(cells: list[dict]) -> Verdict:
     error = first.get("error", {"type": "Error", "message": "", "line": ""})
     # Later failures usually follow from the first (a name never defined), so the
     # first one decides: a stub left alone reads as "not implemented".
-    return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, judge.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1))
+    finding = judge.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1)
+    return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, finding)
 
 
 def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limits) -> list[Verdict]:

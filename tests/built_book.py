@@ -255,7 +255,8 @@ class Tab:
         the screen only (``whole=False``)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         if not whole:
-            path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", 60, format="png", optimizeForSpeed=True)["data"]))
+            shot = self.call("Page.captureScreenshot", 60, format="png", optimizeForSpeed=True)
+            path.write_bytes(base64.b64decode(shot["data"]))
             return
         width, height = self.evaluate("[document.documentElement.scrollWidth,"
                                       " document.documentElement.scrollHeight]")

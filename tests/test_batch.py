@@ -1,6 +1,5 @@
 """Batch grading: an interrupted run leaves a valid gradebook; a rerun skips what is graded."""
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from grader import disk_cache
-from grader.registry import chapter
 from grader.probe_runtime import encode
+from grader.registry import chapter
 from notebooks import ROOT
 
 CHAPTER = "04_gpt_head"

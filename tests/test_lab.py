@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -185,7 +184,8 @@ def test_the_panel_speaks_korean_when_asked(lab, browser):
     base, token = lab
     tab = open_notebook(browser, base, token, "exercise_04_gpt_head.ipynb")
     try:
-        tab.evaluate(SET_LAST_CELL % (PANEL % json.dumps(tab.name), json.dumps('from grader import check\n\ncheck("04_gpt_head", lang="ko")')))
+        korean_check = json.dumps('from grader import check\n\ncheck("04_gpt_head", lang="ko")')
+        tab.evaluate(SET_LAST_CELL % (PANEL % json.dumps(tab.name), korean_check))
         output = run_and_read_panel(tab, "04_gpt_head", "ko")
         tab.screenshot(ARTIFACTS / "exercise_04_gpt_head_ko.png", max_height=2400)
         assert text("common.not_implemented", "ko").split(":")[0] in output

@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conftest import chapters
-from inprocess import run_cells
-from notebooks import solution
 from grader import disk_cache, judge
 from grader.i18n import LANGUAGES
 from grader.probe_kernel import run_in_process
 from grader.probe_runtime import encode
 from grader.registry import chapter
 from grader.report import verdict_message
+from inprocess import run_cells
+from notebooks import solution
 
 ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]
 # Items whose fact is what the student's function returned, as it returned it; the

@@ -11,8 +11,8 @@ import pytest
 
 from conftest import grader
 from grader import gradebook, runner, supervisor
-from grader.result import Result
 from grader.registry import Finding, chapter
+from grader.result import Result
 from grader.submission import load
 from notebooks import ROOT, solution, with_cells, write
 

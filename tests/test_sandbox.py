@@ -154,8 +154,9 @@ def test_without_bubblewrap_sandbox_is_a_usage_error(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     os.symlink(sys.executable, bin_dir / "python")
-    done = subprocess.run([str(bin_dir / "python"), "-m", "grader", "check", str(ROOT / "solutions" / f"{CHAPTER}.ipynb"),
-                           "--sandbox"], capture_output=True, text=True, env={**os.environ, "PATH": str(bin_dir)},
+    notebook = str(ROOT / "solutions" / f"{CHAPTER}.ipynb")
+    done = subprocess.run([str(bin_dir / "python"), "-m", "grader", "check", notebook, "--sandbox"],
+                          capture_output=True, text=True, env={**os.environ, "PATH": str(bin_dir)},
                           cwd=ROOT, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "bubblewrap" in done.stderr and "Traceback" not in done.stderr

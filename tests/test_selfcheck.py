@@ -3,9 +3,9 @@ import nbformat
 import pytest
 
 from conftest import chapters
-from inprocess import run_cells
 from grader import check
 from grader.selfcheck import panel
+from inprocess import run_cells
 from notebooks import replace_regions, solution
 from pitfalls import PITFALLS
 

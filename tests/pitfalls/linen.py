@@ -46,7 +46,7 @@ def shared(setup: str, call: str) -> dict:
 FORWARD_RIGHT = {"TiedIO.params": "pass", "TiedIO.__call__": "pass", "tied_io_embed": "pass"}
 
 PITFALLS = [
-    Pitfall("01_linen", "embed_plus_dense", {"TiedIO.__call__": f'''
+    Pitfall("01_linen", "embed_plus_dense", {"TiedIO.__call__": '''
 x = nn.Embed(self.vocab_size, self.d_model, embedding_init=nn.initializers.normal(stddev=0.02), name="embedding")(token_ids)
 return nn.Dense(self.vocab_size, use_bias=False)(x)
 '''}, {"TiedIO.params": "linen.param_count", "TiedIO.__call__": "linen.submodule", "TiedIO.gradient": "linen.submodule",
