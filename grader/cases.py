@@ -55,3 +55,10 @@ def self_logits_negative(logits, ids) -> bool:
     """With a tied matrix ``logits[t, ids[t]]`` is a squared norm and cannot be negative."""
     ids = np.asarray(ids, int)
     return bool(np.any(np.asarray(logits)[np.arange(len(ids)), ids] < 0))
+
+
+def softmax(z, axis: int = -1) -> np.ndarray:
+    """The softmax along ``axis``, shifted by the maximum so that no exponential overflows."""
+    z = np.asarray(z, np.float64)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)

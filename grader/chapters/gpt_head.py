@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import source_checks
-from ..cases import hidden_rng
+from ..cases import hidden_rng, softmax
 from ..judge import close, compare_arrays, describe_shape, matches_reference
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
@@ -28,11 +28,6 @@ def _torch():
     import torch
 
     return torch
-
-
-def _softmax(z):
-    z = z - z.max(-1, keepdims=True)
-    return np.exp(z) / np.exp(z).sum(-1, keepdims=True)
 
 
 # ---------------------------------------------------------------- plain NumPy, promised by every exercise
@@ -220,7 +215,7 @@ def reference_forward(case: Case) -> np.ndarray:
 def _fwd_softmax_inside(case: Case, value, ref) -> bool:
     log_p = ref - ref.max(-1, keepdims=True)
     log_p = log_p - np.log(np.exp(log_p).sum(-1, keepdims=True))
-    return close(value, _softmax(ref), 1e-4, 1e-7) or close(value, log_p, 1e-4, 1e-7)
+    return close(value, softmax(ref), 1e-4, 1e-7) or close(value, log_p, 1e-4, 1e-7)
 
 
 def _fwd_no_layernorm(case: Case, value, ref) -> bool:
@@ -304,7 +299,7 @@ def reference_grads(case: Case) -> tuple[np.ndarray, np.ndarray]:
 def _hand_dx(case: Case):
     """dL/dX of the same loss, by the chain rule: what flows back into the looked-up rows."""
     tokens, targets, e = case.args["args"]
-    g = _softmax(e[tokens] @ e.T)
+    g = softmax(e[tokens] @ e.T)
     g[np.arange(len(tokens)), targets] -= 1.0
     g /= len(tokens)
     return g @ e
@@ -484,9 +479,9 @@ def judge_sample(case: Case, value, ref) -> Finding | None:
               "expected": np.array2string(ref, precision=2, separator=", ", floatmode="fixed")}
     if counts[top] == counts.sum():
         return Finding("gpt_head.sample_greedy", params)
-    if _fits(counts, _softmax(np.asarray(logits))):
+    if _fits(counts, softmax(np.asarray(logits))):
         return Finding("gpt_head.temperature_ignored", params)
-    if _fits(counts, _softmax(np.asarray(logits) * tau)):
+    if _fits(counts, softmax(np.asarray(logits) * tau)):
         return Finding("gpt_head.temperature_inverted", params)
     return Finding("gpt_head.wrong_distribution", params)
 

@@ -28,7 +28,7 @@ from itertools import product
 import numpy as np
 
 from .. import source_checks
-from ..cases import hidden_rng
+from ..cases import hidden_rng, softmax
 from ..judge import close, compare_arrays, matches_reference
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
@@ -376,12 +376,6 @@ def _merge(o, layout):
     return o.transpose(0, 2, 3, 1).reshape(n, t, heads * dh)
 
 
-def _softmax(s, axis):
-    s = s - s.max(axis=axis, keepdims=True)
-    e = np.exp(s)
-    return e / e.sum(axis=axis, keepdims=True)
-
-
 def mha_ref(x, w_q, w_k, w_v, w_o, num_heads, causal=False, scale=True, softmax_axis=-1,
             split="heads", merge="heads"):
     x = np.asarray(x, np.float64)
@@ -393,7 +387,7 @@ def mha_ref(x, w_q, w_k, w_v, w_o, num_heads, causal=False, scale=True, softmax_
     if causal:
         t = x.shape[1]
         scores = np.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
-    return _merge(_softmax(scores, softmax_axis) @ v, merge) @ np.asarray(w_o, np.float64)
+    return _merge(softmax(scores, softmax_axis) @ v, merge) @ np.asarray(w_o, np.float64)
 
 
 def _mha_shape(n, t, d, heads) -> str:

@@ -14,9 +14,25 @@ import numpy as np
 from ..cases import extremes, hidden_rng
 from ..judge import close, matches_reference
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
-from .linen import (GRAD_SHAPES, GRAD_TOL, PUBLIC, edge_ids, embed_cases, embed_sizes, forward_cases, gradient_paths,
-                    gradient_reference, ids_of, init_std_finding, judge_gradient, judge_logits, random_matrix,
-                    shape_shown, structure_cases, tied_logits)
+from .linen import (
+    GRAD_SHAPES,
+    GRAD_TOL,
+    PUBLIC,
+    edge_ids,
+    embed_cases,
+    embed_sizes,
+    forward_cases,
+    gradient_paths,
+    gradient_reference,
+    ids_of,
+    init_std_finding,
+    judge_gradient,
+    judge_logits,
+    random_matrix,
+    shape_shown,
+    structure_cases,
+    tied_logits,
+)
 
 KEYS = dict(
     transposed="nnx.product_transposed", missing_transpose="nnx.missing_transpose",
