@@ -1,4 +1,4 @@
-"""The tied NNX model of chapter 02 and a helper to list its parameters, shared by the
+"""The tied NNX model of chapter 02, its untied twin and a helper to list their parameters, shared by the
 chapter's two pages (02 shows the class with ``literalinclude``: written once, run as shown).
 """
 import jax
@@ -25,3 +25,15 @@ def param_entries(module):
     state = nnx.state(module, nnx.Param)
     return {"/".join(map(str, path)): tuple(leaf.shape)
             for path, leaf in nnx.to_flat_state(state)}
+
+
+class UntiedLM(nnx.Module):
+    """The same model with its own output matrix: two (V, D) parameters."""
+
+    def __init__(self, vocab_size, d_model, rngs):
+        scale, shape = 1 / jnp.sqrt(d_model), (vocab_size, d_model)
+        self.embedding = nnx.Param(jax.random.normal(rngs.params(), shape) * scale)
+        self.head = nnx.Param(jax.random.normal(rngs.params(), shape) * scale)
+
+    def __call__(self, token_ids):
+        return self.embedding[...][token_ids] @ self.head[...].T

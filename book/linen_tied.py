@@ -1,0 +1,19 @@
+"""The tied Linen module of chapter 01, shared by the chapter's two pages (01 shows the class
+with ``literalinclude``: written once, run as shown)."""
+import flax.linen as nn
+
+
+class TiedLogits(nn.Module):
+    vocab_size: int  # V
+    d_model: int     # D
+
+    @nn.compact
+    def __call__(self, token_ids):
+        embedding = self.param(
+            "embedding",
+            nn.initializers.normal(stddev=0.02),
+            (self.vocab_size, self.d_model),
+        )
+        x = embedding[token_ids]   # lookup: (T,) -> (T, D), row i is token i's vector
+        # ... a real model runs its transformer blocks on x here ...
+        return x @ embedding.T     # output projection: (T, D) @ (D, V) -> (T, V)
