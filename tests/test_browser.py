@@ -70,6 +70,7 @@ FACTS = f"""(() => {{
     emoji_flags: all(".admonition-title").filter(t => /[\\u{{1F1E6}}-\\u{{1F1FF}}]/u.test(t.textContent)).length,
     notes_selector: all("select.tied-notes").filter(shown).length,
     page_width: doc.scrollWidth,
+    screens: doc.scrollHeight / window.innerHeight,
     view_width: doc.clientWidth,
     beyond: beyond.slice(0, 5).map(name),
     clipped: all("{BOXES}").filter(shown).filter(wider).filter(e => !cued(e)).map(name),
@@ -84,6 +85,8 @@ FACTS = f"""(() => {{
 SIDEBAR_SHOWN = """(() => { const e = document.querySelector('%s');
   return !!e && e.checkVisibility({opacityProperty: true, visibilityProperty: true}) && e.getBoundingClientRect().width > 1; })()"""
 DIALOG_OPEN = "document.querySelector('%s').open"
+# A page longer than this many screens at 1280x900 is split in two (as 01 and 01b are).
+MAX_SCREENS = 15.5
 # A figure drawn narrower than this share of the width it was made for is too small to read.
 LEGIBLE_SCALE = 0.6
 # Fetched by the browser: local files, inline data and the server on this machine only.
@@ -226,6 +229,12 @@ def test_no_page_scrolls_sideways(visits):
     wide = failing(visits, lambda facts: facts["page_width"] > facts["view_width"]
                    and f"{facts['page_width']} px wide in {facts['view_width']}: {facts['beyond']}")
     assert not wide, wide
+
+
+def test_no_page_is_longer_than_fifteen_screens_or_so(visits):
+    long = {name: round(facts["screens"], 1) for (width, name), facts in visits.items()
+            if width == "1280" and facts["screens"] > MAX_SCREENS}
+    assert not long, f"pages longer than {MAX_SCREENS} screens at 1280x900: {long}"
 
 
 def test_no_block_is_cut_off(visits):
