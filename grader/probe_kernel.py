@@ -15,7 +15,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-from . import judge
+from .disk_cache import cases
 from .probe_runtime import PROBE_FILE, decode_items, encode, run_items
 from .registry import Chapter
 
@@ -98,7 +98,7 @@ def spec_items(ch: Chapter, only: str | None = None) -> list[dict]:
         {
             "name": item.name,
             "probe": item.probe,
-            "cases": [{"label": c.label, "args": encode(c.args)} for c in judge.cases(ch.id, item.name)],
+            "cases": [{"label": c.label, "args": encode(c.args)} for c in cases(ch.id, item.name)],
         }
         for item in ch.items
         if only is None or only in (item.name, item.target)

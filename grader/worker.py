@@ -1,5 +1,5 @@
 """One submission in one process: nbval runs the notebook, then the probes run in
-the same kernel.  Started by ``grader.runner`` as ``python -m grader.worker JOB
+the same kernel.  Started by ``grader.supervisor`` as ``python -m grader.worker JOB
 DEADLINE``, in its own process group so that a timeout can stop all of it.
 
 The job file names the notebook copy, the probe spec and where to write the
@@ -7,7 +7,7 @@ summary of the cells.  Facts are appended by the kernel to the spec's output fil
 item by item, so that what was reached before a timeout is not lost.  At DEADLINE
 (a value of ``time.monotonic()``) the kernel is interrupted, as nbval does on its
 own timeouts, so that the traceback shows the line where the code was stuck; then
-nothing more runs.  pytest's report goes to stdout, which the runner keeps as the
+nothing more runs.  pytest's report goes to stdout, which the supervisor keeps as the
 worker's log.
 """
 from __future__ import annotations
