@@ -25,12 +25,14 @@ book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/jupyter-book build . --path-output . -W --keep-going
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
 
-# The whole suite: the linter (ruff, pyproject.toml's [tool.ruff]), exercises in step with
+# The whole suite: the linter (ruff, pyproject.toml's [tool.ruff]) and the type check
+# (mypy, [tool.mypy]), exercises in step with
 # solutions, the book built with every cell run and no warning, then pytest (grader,
 # robustness, languages, the built pages offline and in headless chromium) and nbval on the
 # solution notebooks.
 test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/grader release --check
 	$(BIN)/jupyter-book build . --path-output . -W --keep-going
 	$(BIN)/python -m pytest -q tests solutions --nbval-lax --nbval-current-env

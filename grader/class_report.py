@@ -36,6 +36,7 @@ def score_plots(graded: list[dict], lang: str) -> list[tuple[str, str]]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     by_chapter = defaultdict(list)
     for entry in graded:
@@ -49,7 +50,7 @@ def score_plots(graded: list[dict], lang: str) -> list[tuple[str, str]]:
         ax.set_xlabel(text("ui.points", lang))
         ax.set_ylabel(text("ui.report_submissions", lang))
         ax.set_xticks(range(top + 1))
-        ax.yaxis.get_major_locator().set_params(integer=True)  # counts of submissions
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of submissions
         ax.set_title(chapter)
         found.append((chapter, _png(fig)))
         plt.close(fig)
@@ -67,7 +68,8 @@ def pass_rates(graded: list[dict]) -> list[tuple[str, str, float, int]]:
 
 def mistakes(graded: list[dict]) -> list[tuple[str, int, str]]:
     """(message key, how many submissions, one message as students read it), most frequent first."""
-    counts, example = Counter(), {}
+    counts: Counter[str] = Counter()
+    example: dict[str, str] = {}
     for entry in graded:
         for item in entry["items"]:
             if item["verdict"] != "pass" and item["key"]:

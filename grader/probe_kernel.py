@@ -31,7 +31,10 @@ class BundleError(ValueError):
 
 
 def _text(module: str) -> str:
-    return Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8")
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise BundleError(f"{module}: no such module")
+    return Path(spec.origin).read_text(encoding="utf-8")
 
 
 def library_imports(module: str, source: str) -> list[str]:
@@ -47,7 +50,7 @@ def library_imports(module: str, source: str) -> list[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 raise BundleError(f"{module}: a relative import (line {node.lineno}); name the module in full")
-            if node.module.split(".")[0] != "grader":
+            if (node.module or "").split(".")[0] != "grader":
                 continue
             if node.module not in LIBRARY:
                 raise BundleError(f"{module} imports {node.module}: a probe may import only {', '.join(LIBRARY)} "

@@ -57,7 +57,9 @@ def bwrap() -> str:
 
 
 def _grader_folder() -> Path:
-    return Path(find_spec("grader").origin).parent
+    spec = find_spec("grader")
+    assert spec is not None and spec.origin is not None  # this very module is in it
+    return Path(spec.origin).parent
 
 
 def _system_binds() -> list[str]:

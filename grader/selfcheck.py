@@ -66,7 +66,9 @@ def check(target, lang: str | None = None, namespace: dict | None = None):
         print(text("ui.unknown_chapter", lang, name=target, known=", ".join(chapters())), file=sys.stderr)
         return None
     if namespace is None:
-        namespace = inspect.currentframe().f_back.f_globals
+        frame = inspect.currentframe()  # check()'s own; its caller's globals are the notebook's
+        caller = frame.f_back if frame is not None else None
+        namespace = caller.f_globals if caller is not None else {}
     facts = run_in_process(ch, namespace, only)
     verdicts = [judge.judge_item(ch, ch.item(name), found) for name, found in facts.items()]
     return Result(Path("<notebook>"), ch.id, verdicts=verdicts, lang=lang)

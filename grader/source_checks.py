@@ -65,11 +65,12 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _iterables(node: ast.AST) -> list[ast.AST]:
+def _iterables(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, (ast.For, ast.AsyncFor)):
         return [node.iter]
     if isinstance(node, ast.While):
         return [node.test]
+    assert isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))  # LOOPS holds no other
     return [gen.iter for gen in node.generators]
 
 
@@ -83,7 +84,7 @@ def _fixed_collection(expr: ast.AST) -> bool:
             and all(_fixed_collection(a) for a in expr.args))
 
 
-def _targets(node: ast.AST) -> list[ast.AST]:
+def _targets(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, ast.Assign):
         return node.targets
     if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
@@ -116,7 +117,7 @@ def derived(tree: ast.AST, seeds: set[str]) -> set[str]:
         found = more
 
 
-def loops(source, function: str, allowed: set[str] = frozenset()) -> list[Construct]:
+def loops(source, function: str, allowed: frozenset[str] | set[str] = frozenset()) -> list[Construct]:
     """Every Python loop (``for``, ``while``, a comprehension) in ``source``, except loops
     over a fixed handful of things and loops whose iterable (or condition) mentions a
     name derived from ``allowed`` (the blocks, in a forward pass that loops over them)."""
@@ -147,7 +148,8 @@ def _dotted(node: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
-def forbidden_uses(source, function: str, forbidden: dict[str, str], bound: dict[str, str] = None) -> list[Construct]:
+def forbidden_uses(source, function: str, forbidden: dict[str, str],
+                   bound: dict[str, str] | None = None) -> list[Construct]:
     """Uses of a forbidden built-in in ``source``: an attribute whose name is a key of
     ``forbidden`` (whatever the module it is reached through), ``getattr(obj, "<name>")``,
     an import of it, or a global name that ``bound`` says is bound to one.
@@ -160,7 +162,7 @@ def forbidden_uses(source, function: str, forbidden: dict[str, str], bound: dict
     if tree is None:
         return []
     bound = bound or {}
-    found = {}
+    found: dict[tuple[int, str], Construct] = {}
 
     def add(node, kind, spelling):
         line, text = _line(source, node)
@@ -182,7 +184,7 @@ def forbidden_uses(source, function: str, forbidden: dict[str, str], bound: dict
     return sorted(found.values(), key=lambda c: c.line)
 
 
-def module_uses(source, function: str, roots: set[str], bound: dict[str, str] = None) -> list[Construct]:
+def module_uses(source, function: str, roots: set[str], bound: dict[str, str] | None = None) -> list[Construct]:
     """Imports of a module under ``roots`` (``torch``, ``scipy.special``) in ``source``,
     and uses of the global names that ``bound`` ties to such a module; ``what`` is the
     module's name."""
@@ -190,7 +192,7 @@ def module_uses(source, function: str, roots: set[str], bound: dict[str, str] = 
     if tree is None:
         return []
     bound = bound or {}
-    found = {}
+    found: dict[int, Construct] = {}
 
     def add(node, module):
         line, text = _line(source, node)

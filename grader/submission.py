@@ -95,10 +95,10 @@ def parse(path: Path, data: bytes, expected_chapter: str | None = None) -> Submi
         raise BadSubmission("bad.not_notebook", path=name)
     if nb.get("nbformat") != 4:
         raise BadSubmission("bad.nbformat", path=name, version=nb.get("nbformat", "?"))
-    metadata = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    metadata: dict = nb["metadata"] if isinstance(nb.get("metadata"), dict) else {}
     if not isinstance(metadata.get("kernelspec"), dict) or not metadata["kernelspec"].get("name"):
         raise BadSubmission("bad.kernelspec", path=name)
-    tied = metadata.get("tied") if isinstance(metadata.get("tied"), dict) else {}
+    tied: dict = metadata["tied"] if isinstance(metadata.get("tied"), dict) else {}
     chapter = tied.get("chapter")
     known = chapters()
     if chapter not in known:

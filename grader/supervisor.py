@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def _rss(procs: list[psutil.Process]) -> int:
     return total
 
 
-def kill_tree(root: psutil.Process, known: list[psutil.Process] = ()) -> None:
+def kill_tree(root: psutil.Process, known: Iterable[psutil.Process] = ()) -> None:
     """Kill ``root``, every process under it and those in ``known``, none escaping.
 
     Each one is stopped (SIGSTOP) before the tree is listed again, and a stopped

@@ -55,7 +55,7 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limi
         if stuck is not None:
             found[stuck] = replace(found[stuck], finding=Finding(
                 "common.timeout_in_check", {"seconds": seconds, "line": timeout["line"]}))
-        return [notebook_verdict(cells)] + found
+        return [notebook_verdict(cells or [])] + found  # a valid summary with a timeout has cells
     if timeout is not None and timeout["where"] == "cell":
         finding = Finding("common.timeout_in_cell",
                           {"seconds": seconds, "cell": timeout["cell"] + 1, "line": timeout["line"]})

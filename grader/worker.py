@@ -22,8 +22,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from queue import Empty
+from typing import Any
 
 import nbval.kernel
 import pytest
@@ -175,9 +177,9 @@ class ProbeHook:
         if not self.finished.wait(WORKER_GRACE):  # the kernel ignores Ctrl-C: say what is known
             self.write_summary()
 
-    def write_summary(self, extra_cells: list[dict] = ()) -> None:
+    def write_summary(self, extra_cells: Sequence[dict] = ()) -> None:
         with self.lock:
-            summary = {"cells": self.cells + list(extra_cells), "probes": self.probe_status}
+            summary: dict[str, Any] = {"cells": self.cells + list(extra_cells), "probes": self.probe_status}
             if self.timeout is not None:
                 summary["timeout"] = {"line": "", **self.timeout}
                 if self.timeout.get("where") == "cell":  # the interrupted cell's traceback names the line
