@@ -1,7 +1,7 @@
 """Chapter 04 (the LM head in NumPy): each pitfall the chapter teaches, as a wrong solution.
 
-The four exercises are independent functions, so one notebook carries one mistake in
-each of several of them (the loss, the forward, the gradients, the sampler); every item names its own mistake.
+The exercises are independent functions, so one notebook carries one mistake in each of
+several of them (the loss, the forward, the gradients, the sampler...); every item names its own mistake.
 """
 from . import Pitfall
 
