@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 from pathlib import Path
 
@@ -112,12 +114,15 @@ def write_spec(ch: Chapter, spec_path: Path, out_path: Path) -> None:
     spec_path.write_text(json.dumps({"out": str(out_path), "items": spec_items(ch)}), encoding="utf-8")
 
 
-def run_in_process(ch: Chapter, namespace: dict, only: str | None = None) -> dict[str, list]:
-    """The probes over ``namespace`` in this process (the in-notebook check)."""
+def run_in_process(ch: Chapter, namespace: dict, only: str | None = None,
+                   guard: Callable[[str], AbstractContextManager] = lambda name: nullcontext()) -> dict[str, list]:
+    """The probes over ``namespace`` in this process (the in-notebook check), each
+    item inside ``guard(item's name)`` (``check()`` puts a time limit there)."""
     program = {"__name__": "_tied_probe"}
     exec(compile(probe_source(ch.probe_module), PROBE_FILE, "exec"), program)
-    items = decode_items(spec_items(ch, only))
     facts: dict[str, list] = {}
-    run_items(items, program["PROBES"], namespace,
-              lambda name, found: facts.__setitem__(name, json.loads(json.dumps(found))))
+    for item in decode_items(spec_items(ch, only)):
+        with guard(item["name"]):
+            run_items([item], program["PROBES"], namespace,
+                      lambda name, found: facts.__setitem__(name, json.loads(json.dumps(found))))
     return facts
