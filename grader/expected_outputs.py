@@ -67,14 +67,16 @@ def shown_outputs(outputs: list) -> list:
 
 
 def expected_from(exercise) -> dict:
-    """The expected outputs of an exercise notebook (released, with its worked
-    examples' outputs), in the form ``grader/expected/<chapter>.json`` holds."""
-    code = [cell for cell in exercise["cells"] if cell["cell_type"] == "code"]
+    """The expected outputs of an exercise notebook (as ``grader release`` makes it,
+    its worked examples' outputs still in), in the form ``grader/expected/<chapter>.json``
+    holds: each example's code cell number, position among all cells, source, outputs."""
+    code = [(position, cell) for position, cell in enumerate(exercise["cells"], 1) if cell["cell_type"] == "code"]
     return {
         "chapter": exercise["metadata"]["tied"]["chapter"],
         "worked_examples": [
-            {"cell": number, "source": source_text(cell), "outputs": shown_outputs(cell["outputs"])}
-            for number, cell in enumerate(code, 1)
+            {"cell": number, "position": position, "source": source_text(cell),
+             "outputs": shown_outputs(cell["outputs"])}
+            for number, (position, cell) in enumerate(code, 1)
             if is_checked(cell)
         ],
     }
@@ -96,7 +98,9 @@ def install(data: bytes, chapter_id: str) -> bytes:
 
 
 def comparable(source: str) -> str:
-    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+    """A cell's code as ``align`` compares it: no trailing spaces, no marker line (the
+    exercise marks its worked examples with a tag, the solution with the comment)."""
+    return "\n".join(line.rstrip() for line in source.strip().splitlines() if marker(line) != MARKER).strip()
 
 
 def align(expected: list[str], student: list[str]) -> list[int | None]:
@@ -198,7 +202,11 @@ def mismatch_error(item) -> dict:
     """The failure record of a worked example that printed something else (an nbval
     cell item, after its run); both sides pass through nbval's sanitizers."""
     printed = item.sanitize(output_text(item.test_outputs or []))
-    expected = item.sanitize(output_text(item.cell.outputs))
+    # nbval's comparison merged the cell's streams in place (into the first, the others
+    # left in the list): the expected outputs are read again from the grader's copy.
+    code = [c for c in json.loads(Path(str(item.parent.fspath)).read_text(encoding="utf-8"))["cells"]
+            if c.get("cell_type") == "code"]
+    expected = item.sanitize(output_text(code[item.cell_num]["outputs"]))
     shown_printed, shown_expected = first_difference(printed, expected)
     return {"type": MISMATCH if printed.strip() else NOTHING_PRINTED, "message": "", "line": "",
             "cell": item.cell_num + 1, "printed": shown_printed, "expected": shown_expected}

@@ -16,6 +16,7 @@ import ast
 import contextlib
 import io
 import json
+import linecache
 import re
 from pathlib import Path
 
@@ -86,6 +87,7 @@ def run_example(source: str, namespace: dict) -> tuple[str, dict | None]:
         pass
     printed = io.StringIO()
     scope = dict(namespace)
+    linecache.cache[RERUN_FILE] = (len(source), None, source.splitlines(True), RERUN_FILE)  # the line, quoted
     try:
         tree = ast.parse(source, RERUN_FILE)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None

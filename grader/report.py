@@ -34,7 +34,7 @@ def case_label(v: Verdict, lang: str) -> str:
 def verdict_message(v: Verdict, lang: str) -> str:
     if v.finding is None:
         return ""
-    message = render(v.finding, lang)
+    message = " ".join(render(v.finding, lang).splitlines())  # a library's message may run over lines
     if v.case:
         message += f" [{text('ui.case', lang)}: {case_label(v, lang)}]"
     return message

@@ -38,6 +38,7 @@ from .probe_runtime import shorten
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 ARROW_LINE = re.compile(r"^\s*-*>\s*\d+\s(.*)$")
 FRAME_HEAD = re.compile(r"^\s*(Cell In\[\d+\]|File \S.*:\d+)")  # IPython 8's frame headers
+EXCEPTION_HEAD = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?|$)(.*)$")  # "Type: message", at column 0
 
 
 def cell_error(inner_traceback: str) -> dict:
@@ -46,8 +47,14 @@ def cell_error(inner_traceback: str) -> dict:
     library's line."""
     lines = [ANSI.sub("", line) for line in (inner_traceback or "").splitlines()]
     lines = [line for line in lines if line.strip()]
-    last = lines[-1] if lines else ""
-    etype, _, message = last.partition(":")
+    # The exception follows the last frame; its message may run over several lines.
+    after = max((n for n, line in enumerate(lines) if FRAME_HEAD.match(line)), default=-1) + 1
+    head = next((n for n in range(after, len(lines)) if EXCEPTION_HEAD.match(lines[n])), None)
+    if head is None:
+        etype, _, message = (lines[-1] if lines else "").partition(":")
+    else:
+        etype, first = EXCEPTION_HEAD.match(lines[head]).groups()  # type: ignore[union-attr]
+        message = "\n".join([first, *lines[head + 1:]])
     failing, in_cell = [], False
     for line in lines:
         if FRAME_HEAD.match(line):
