@@ -110,6 +110,7 @@ def exercise_from(solution: Path) -> tuple[nbformat.NotebookNode, dict]:
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            cell.metadata.pop("execution", None)  # the solution's run times
     nb.nbformat, nb.nbformat_minor = 4, 5
     return nb, expected
 
