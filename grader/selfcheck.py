@@ -87,12 +87,34 @@ def time_limit(seconds: float, stuck: dict, name: str):
         signal.signal(signal.SIGALRM, before)
 
 
+def kernel_display(message: str):
+    """Show ``message`` in the notebook as an output that can be blanked later (its
+    handle), or None outside a Jupyter kernel."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return None
+    return display({"text/plain": message}, raw=True, display_id=True)
+
+
 @contextlib.contextmanager
 def saying_what_it_does(message: str):
-    """Print ``message`` once if the block takes more than ``QUIET`` seconds.  What the
-    student's code prints meanwhile is kept out of the way: the verdicts say it."""
-    out = sys.stdout
-    timer = threading.Timer(QUIET, lambda: print(message, file=out, flush=True))
+    """Say ``message`` if the block takes more than ``QUIET`` seconds; in a notebook the
+    line goes once the verdicts are in.  What the student's code prints meanwhile is
+    kept out of the way: the verdicts say it."""
+    out, shown = sys.stdout, []
+
+    def say() -> None:
+        handle = kernel_display(message)
+        if handle is None:
+            print(message, file=out, flush=True)
+        shown.append(handle)
+
+    timer = threading.Timer(QUIET, say)
     timer.daemon = True
     timer.start()
     try:
@@ -100,6 +122,10 @@ def saying_what_it_does(message: str):
             yield
     finally:
         timer.cancel()
+        timer.join()
+        for handle in shown:
+            if handle is not None:
+                handle.update({"text/plain": ""}, raw=True)
 
 
 def timed_out(item, facts: list, seconds: float, stuck: dict) -> Verdict | None:

@@ -150,7 +150,8 @@ def test_a_wrong_shape_in_a_worked_example_fails_the_notebook_naming_both_output
     verdict = notebook_verdict(nb, tmp_path)
     assert verdict.status == "fail" and verdict.finding.key == "common.output_mismatch"
     # named as JupyterLab shows it: its position among all the cells, and its first line
-    position, cell = next((n, c) for n, c in enumerate(nb.cells, 1) if is_checked(c) and "tied_head_forward(" in c.source)
+    position, cell = next((n, c) for n, c in enumerate(nb.cells, 1)
+                          if is_checked(c) and "tied_head_forward(" in c.source)
     first = next(line for line in cell.source.splitlines() if "NBVAL" not in line)
     assert verdict.finding.params["cell"] == position
     assert render(verdict.finding, "en") == (f"Cell {position} (“{first}”) printed “(6, 4) ↵ False False”, "
