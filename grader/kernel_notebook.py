@@ -18,18 +18,22 @@ import io
 import json
 import linecache
 import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from . import expected_outputs as eo
 from .cells import code_cells, first_line
-from .judge import Verdict
+from .cells import named as named_cell
+from .judge import TIMEOUT, Verdict
 from .probe_runtime import error_fact
 from .registry import Finding
 from .submission import BadSubmission, read_bytes
-from .verdicts import notebook_verdict
+from .verdicts import NOTEBOOK_ITEM, notebook_verdict
 
 UNDEFINED = re.compile(r"name '([^']+)' is not defined")
 RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (probe_runtime.CELL_FILE)
+TIMED_OUT = "CheckTimedOut"  # the type of what check()'s time limit raises
 
 
 def notebook_cells(namespace: dict) -> list | None:
@@ -124,9 +128,11 @@ def compared(printed: str, expected: str, cell: int) -> dict | None:
             "cell": cell, "printed": shown_printed, "expected": shown_expected}
 
 
-def notebook_item(chapter_id: str, namespace: dict, cells: list | None) -> Verdict:
+def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
+                  guard: Callable[[], AbstractContextManager] = nullcontext, seconds: float = 0) -> Verdict:
     """The ``notebook`` verdict as ``grader check`` would give it, from what this kernel
-    holds now (see the module's docstring)."""
+    holds now (see the module's docstring).  Each example runs inside ``guard()``,
+    which stops it after ``seconds`` with ``TIMED_OUT``."""
     examples = eo.for_chapter(chapter_id)["worked_examples"]
     if cells is None:  # the exercise's own cells stand in for the notebook's
         code = [e["source"] for e in examples]
@@ -150,7 +156,13 @@ def notebook_item(chapter_id: str, namespace: dict, cells: list | None) -> Verdi
                                       "expected": eo.excerpt(expected.rstrip("\n").replace("\n", eo.NEWLINE))}})
             continue
         cell = index[paired]
-        printed, error = run_example(code[paired], namespace)
+        printed, error = "", {"type": TIMED_OUT, "message": "", "line": ""}  # if the limit hits on the way out
+        with guard():
+            printed, error = run_example(code[paired], namespace)
+        if error is not None and error["type"] == TIMED_OUT:
+            finding = Finding("common.timeout_in_cell", {"cell": cell + 1, "seconds": f"{seconds:g}",
+                                                        "line": error["line"], "more_key": "ui.more_time_kernel"})
+            return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT, named_cell(finding, named))
         error = error or compared(printed, expected, cell + 1)
         records.append({"cell": cell, "passed": error is None, **({"error": error} if error else {})})
     verdict = notebook_verdict(records + missing, named)

@@ -25,11 +25,12 @@ from pathlib import Path
 from . import judge
 from .i18n import LANGUAGES, detect_lang, text
 from .judge import PASS, TIMEOUT, Verdict
-from .kernel_notebook import in_kernel_frame, notebook_cells, notebook_item
+from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_item
 from .probe_kernel import run_in_process
 from .registry import Chapter, Finding, chapter_of_item, chapters
 from .report import status_text, verdict_messages
 from .result import Result
+from .verdicts import NOTEBOOK_ITEM
 
 COLOURS = {PASS: "#1a7f37"}
 KEEP_ALL = "word-break:keep-all"  # Korean breaks between words, not inside them
@@ -61,7 +62,7 @@ def panel(result: Result, lang: str):
 
 class CheckTimedOut(BaseException):
     """Raised in the student's code when an item's time is up: the probe records it,
-    with the line it stopped at, as the case's error."""
+    with the line it stopped at, as the case's error (of type ``TIMED_OUT``)."""
 
 
 @contextlib.contextmanager
@@ -131,7 +132,7 @@ def saying_what_it_does(message: str):
 def timed_out(item, facts: list, seconds: float, stuck: dict) -> Verdict | None:
     """The verdict of an item whose checks ran out of time, naming the student's line."""
     lines = [f["error"]["line"] for f in facts
-             if isinstance(f, dict) and isinstance(f.get("error"), dict) and f["error"].get("type") == "CheckTimedOut"]
+             if isinstance(f, dict) and isinstance(f.get("error"), dict) and f["error"].get("type") == TIMED_OUT]
     if not lines and item.name not in stuck:
         return None
     line = lines[0] if lines else stuck[item.name]
@@ -143,7 +144,8 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
     stuck: dict[str, str] = {}
     facts = run_in_process(ch, namespace, only, lambda name: time_limit(seconds, stuck, name))
     cells = notebook_cells(namespace)
-    found = [] if only else [notebook_item(ch.id, namespace, cells)]
+    found = [] if only else [notebook_item(ch.id, namespace, cells, lambda: time_limit(seconds, stuck, NOTEBOOK_ITEM),
+                                           seconds)]
     for item in ch.items:
         if only is not None and only not in (item.name, item.target):
             continue
