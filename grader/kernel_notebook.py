@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from . import expected_outputs as eo
-from .cells import code_cells, first_line
+from .cells import code_cells
 from .cells import named as named_cell
 from .judge import TIMEOUT, Verdict
 from .probe_runtime import error_fact
@@ -80,7 +80,7 @@ def in_kernel_frame(finding: Finding | None, namespace: dict, cells: list | None
     return finding
 
 
-def run_example(source: str, namespace: dict) -> tuple[str, dict | None]:
+def run_example(source: str, namespace: dict) -> tuple[str, dict[str, str] | None]:
     """What a worked example prints when run again (in a copy of ``namespace``), and
     the error it raised, as the worker records one."""
     try:
@@ -95,6 +95,7 @@ def run_example(source: str, namespace: dict) -> tuple[str, dict | None]:
     try:
         tree = ast.parse(source, RERUN_FILE)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        assert last is None or isinstance(last, ast.Expr)
         with contextlib.redirect_stdout(printed):
             exec(compile(tree, RERUN_FILE, "exec"), scope)
             if last is not None:
@@ -128,41 +129,51 @@ def compared(printed: str, expected: str, cell: int) -> dict | None:
             "cell": cell, "printed": shown_printed, "expected": shown_expected}
 
 
+def exercise_cells(examples: list[dict]) -> list[dict]:
+    """Stand-ins for the notebook's cells when its file cannot be read: each worked
+    example at its place in the exercise, after as many code cells as there are."""
+    cells: list[dict] = []
+    code = 0
+    for example in examples:
+        while code < example["cell"] - 1:
+            cells.append({"cell_type": "code", "source": ""})
+            code += 1
+        while len(cells) < example.get("position", 0) - 1:
+            cells.append({"cell_type": "markdown", "source": ""})
+        cells.append({"cell_type": "code", "source": example["source"], "metadata": {"tags": [eo.MARKER_TAG]}})
+        code += 1
+    return cells
+
+
 def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
                   guard: Callable[[], AbstractContextManager] = nullcontext, seconds: float = 0) -> Verdict:
     """The ``notebook`` verdict as ``grader check`` would give it, from what this kernel
     holds now (see the module's docstring).  Each example runs inside ``guard()``,
     which stops it after ``seconds`` with ``TIMED_OUT``."""
     examples = eo.for_chapter(chapter_id)["worked_examples"]
-    if cells is None:  # the exercise's own cells stand in for the notebook's
-        code = [e["source"] for e in examples]
-        index = [e["cell"] - 1 for e in examples]
-        shown = [(e.get("position", e["cell"]), first_line(e["source"])) for e in examples]
-        place = {e["cell"] - 1: n for n, e in enumerate(examples)}
-        named = [shown[place[i]] if i in place else (i + 1, "") for i in range(max(index, default=-1) + 1)]
-        pairs = list(range(len(examples)))
-    else:
-        all_code = [c for c in cells if c.get("cell_type") == "code"]
-        checked = [n for n, c in enumerate(all_code) if eo.is_checked(c)]
-        code = [eo.source_text(all_code[n]) for n in checked]
-        pairs = eo.align([e["source"] for e in examples], code)
-        index, named = checked, code_cells(cells)
-    records, missing = [], []
-    for example, paired in zip(examples, pairs):
+    seen = exercise_cells(examples) if cells is None else cells
+    code = [c for c in seen if c.get("cell_type") == "code"]
+    checked = [n for n, c in enumerate(code) if eo.is_checked(c)]
+    sources = [eo.source_text(code[n]) for n in checked]
+    named = code_cells(seen)
+    records: list[dict] = []
+    missing: list[dict] = []
+    for example, paired in zip(examples, eo.align([e["source"] for e in examples], sources)):
         expected = eo.output_text(example["outputs"])
         if paired is None:
             missing.append({"cell": example["cell"] - 1, "passed": False,
                             "error": {"type": eo.MISSING, "message": "", "line": "", "cell": example["cell"],
                                       "expected": eo.excerpt(expected.rstrip("\n").replace("\n", eo.NEWLINE))}})
             continue
-        cell = index[paired]
-        printed, error = "", {"type": TIMED_OUT, "message": "", "line": ""}  # if the limit hits on the way out
+        cell = checked[paired]
+        printed = ""
+        error: dict | None = {"type": TIMED_OUT, "message": "", "line": ""}  # if the limit hits on the way out
         with guard():
-            printed, error = run_example(code[paired], namespace)
+            printed, error = run_example(sources[paired], namespace)
         if error is not None and error["type"] == TIMED_OUT:
-            finding = Finding("common.timeout_in_cell", {"cell": cell + 1, "seconds": f"{seconds:g}",
+            stuck = Finding("common.timeout_in_cell", {"cell": cell + 1, "seconds": f"{seconds:g}",
                                                         "line": error["line"], "more_key": "ui.more_time_kernel"})
-            return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT, named_cell(finding, named))
+            return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT, named_cell(stuck, named))
         error = error or compared(printed, expected, cell + 1)
         records.append({"cell": cell, "passed": error is None, **({"error": error} if error else {})})
     verdict = notebook_verdict(records + missing, named)

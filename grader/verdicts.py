@@ -3,6 +3,7 @@ worker's summary and how the worker stopped.  Each item with a record is judged
 (``grader.judge``); the others, and the notebook itself, say what stopped them."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from . import expected_outputs, judge
@@ -15,7 +16,7 @@ NOTEBOOK_ITEM = "notebook"
 KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
 
 
-def notebook_verdict(cells: list[dict], shown: list[tuple[int, str]] = ()) -> Verdict:
+def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = ()) -> Verdict:
     """Did every cell run?  A stub left alone reads as 'not implemented'.  ``shown``
     names the code cells as the student sees them (``cells.code_cells``)."""
     failed = [c for c in cells if not c["passed"]]
@@ -32,7 +33,7 @@ def notebook_verdict(cells: list[dict], shown: list[tuple[int, str]] = ()) -> Ve
 
 
 def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limits,
-             shown: list[tuple[int, str]] = ()) -> list[Verdict]:
+             shown: Sequence[tuple[int, str]] = ()) -> list[Verdict]:
     """Judge each item from its records; the others get what stopped them.
 
     On a timeout the worker's summary says where the code was stuck, in a cell or in

@@ -151,3 +151,19 @@ def test_a_timeout_in_the_terminal_names_the_cell_and_how_to_give_more_time():
     for lang in LANGUAGES:
         message = as_dict(result, lang)["items"][0]["message"]
         assert "5" in message and "while True:" in message and "--timeout" in message
+
+
+@pytest.mark.parametrize("chapter_id", sorted(p.stem for p in (ROOT / "exercises").glob("*.ipynb")))
+def test_without_the_notebook_file_the_exercise_names_the_worked_examples_cells(chapter_id):
+    """check() in a kernel that does not say which notebook it serves (no ``__session__``)
+    names the worked examples' cells as the exercise has them."""
+    from grader.cells import code_cells
+    from grader.expected_outputs import for_chapter, is_checked
+    from grader.kernel_notebook import exercise_cells
+
+    exercise = nbformat.read(ROOT / "exercises" / f"{chapter_id}.ipynb", as_version=4)
+    real = [shown for shown, cell in zip(code_cells(exercise.cells), (c for c in exercise.cells
+                                                                        if c.cell_type == "code")) if is_checked(cell)]
+    stand_in = exercise_cells(for_chapter(chapter_id)["worked_examples"])
+    assert [shown for shown, cell in zip(code_cells(stand_in), (c for c in stand_in if c["cell_type"] == "code"))
+            if is_checked(cell)] == real
