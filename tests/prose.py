@@ -48,7 +48,7 @@ _YEAR = re.compile(r"^(?:19[5-9]\d|20[0-3]\d)$")
 
 # A number, with its sign, thousands separators, decimals, and what follows it.
 NUMBER = re.compile(
-    r"(?<![\w.,/-])(?P<value>[−+-]?\d+(?:[,\u202f\u00a0 ]\d{3})*(?:\.\d+)?)"
+    r"(?<![\w.,/-])(?P<value>[−+-]?\d+(?:[,\u202f\u00a0 ]\d{3})*(?:\.\d+)?(?:e[−-]?\d+)?)"
     r"(?P<unit>\s*(?:%|×|x\b|times\b|minutes?\b|seconds?\b|hours?\b|ms\b|s\b|MiB\b|MB\b|"
     r"KiB\b|KB\b|kB\b|GiB\b|GB\b|bytes?\b|B\b|cores?\b|tokens?\b|parameters?\b)?)"
     r"(?![\w])"
@@ -124,7 +124,7 @@ def numbers(text: str) -> list[tuple[int, int, str]]:
         digits = re.sub(r"\D", "", value)
         if (_YEAR.match(value) or re.fullmatch(r"0\d", value)) and not unit:
             continue  # a year, or a chapter's number (01 to 07)
-        if not unit and "." not in value and len(digits) < 2:
+        if not unit and "." not in value and "e" not in value and len(digits) < 2:
             continue
         found.append((match.start(), match.end(), match[0].strip()))
     return found
