@@ -14,7 +14,7 @@ from notebooks import ROOT
 
 BOOK = ROOT / "book"
 PAGES = sorted(p for p in BOOK.glob("*.md") if p.stem != "glossary")
-NOTE = re.compile(r"```\{admonition\} (?:🇪🇸 Nota|🇰🇷 노트)\n:class: [^\n]*\blang-(es|ko)\b[^\n]*\n(.*?)```", re.S)
+NOTE = re.compile(r"```\{admonition\} (?:🇪🇸 Nota|🇰🇷 참고)\n:class: [^\n]*\blang-(es|ko)\b[^\n]*\n(.*?)```", re.S)
 CODE = re.compile(r"`[^`\n]*`")
 
 # language -> [(forbidden variant, what the glossary says instead)]

@@ -9,7 +9,7 @@ PAGES = sorted((ROOT / "book").glob("*.md"))
 SECTION = re.compile(r"(?m)^## ")
 NOTE = {
     "es": re.compile(r"```\{admonition\} 🇪🇸 Nota\n:class: [^\n]*\blang-es\b"),
-    "ko": re.compile(r"```\{admonition\} 🇰🇷 노트\n:class: [^\n]*\blang-ko\b"),
+    "ko": re.compile(r"```\{admonition\} 🇰🇷 참고\n:class: [^\n]*\blang-ko\b"),
 }
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
@@ -34,5 +34,5 @@ def test_every_section_has_one_note_per_language(page):
 @pytest.mark.parametrize("page", [p for p in PAGES if p.stem != "glossary"], ids=lambda p: p.stem)
 def test_korean_notes_are_korean(page):
     text = page.read_text(encoding="utf-8")
-    for block in re.findall(r"```\{admonition\} 🇰🇷 노트\n(.*?)```", text, re.S):
+    for block in re.findall(r"```\{admonition\} 🇰🇷 참고\n(.*?)```", text, re.S):
         assert len(HANGUL.findall(block)) > 20, block[:80]
