@@ -6,7 +6,7 @@ import locale
 import os
 import re
 from collections import defaultdict
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from functools import cache
 from importlib import resources
 
@@ -128,7 +128,7 @@ def final_sound(word: str) -> str | None:
     if last == "%":
         return "트"   # 퍼센트
     if last.isdigit():
-        run = re.search(r"[\d,]*$", word).group(0).replace(",", "")
+        run = re.findall(r"[\d,]*$", word)[0].replace(",", "")
         after_point = word[: len(word) - len(run)].endswith(".")
         zeros = len(run) - len(run.rstrip("0"))
         if zeros and not after_point and run.strip("0") and zeros <= len(ZERO_UNITS):

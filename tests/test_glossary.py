@@ -109,7 +109,8 @@ def offences(lang: str, text: str):
         for i in range(len(checked)):
             end = find(pattern, checked, lang, i)
             if end is not None:
-                yield f"{' '.join(checked[i:end])!r} (use {instead}) in ...{' '.join(checked[max(0, i - 6):end + 6])}..."
+                context = " ".join(checked[max(0, i - 6):end + 6])
+                yield f"{' '.join(checked[i:end])!r} (use {instead}) in ...{context}..."
 
 
 def notes(page):
