@@ -10,8 +10,6 @@ from decimal import Decimal
 from functools import cache
 from importlib import resources
 
-from babel import numbers as babel_numbers
-
 from .registry import Finding
 
 LANGUAGES = ("en", "es", "ko")
@@ -69,6 +67,7 @@ def number(value: int | float | str, lang: str) -> str:
     digits = str(value)
     if lang == DEFAULT or not NUMBER.fullmatch(digits):
         return digits
+    from babel import numbers as babel_numbers  # 20 ms of import, paid only for es and ko
     mantissa, _, exponent = digits.lower().partition("e")
     amount = Decimal(mantissa)
     grouped = not (lang == "es" and abs(amount) < 10_000)
@@ -82,6 +81,7 @@ def number(value: int | float | str, lang: str) -> str:
 def percent(fraction: float, lang: str, decimals: int = 0) -> str:
     """``fraction`` as a percentage in ``lang``'s pattern: 23.7% in English, 23,7 % in
     Spanish (a no-break space before the sign), 23.7% in Korean."""
+    from babel import numbers as babel_numbers
     pattern = babel_numbers.Locale.parse(lang).percent_formats[None].pattern
     if decimals:
         pattern = re.sub(r"0(?=[^0#,.]*$)", "0." + "0" * decimals, pattern, count=1)
@@ -110,9 +110,9 @@ ZERO_UNITS = "십백천만만만만억"
 # The name of each Latin letter in Korean, as an acronym's last letter is read (LM: 엘엠).
 LETTER_NAMES = dict(zip("abcdefghijklmnopqrstuvwxyz",
                         "이비씨디이프지치이이이엘엠엔오피큐알스티유이유스이지"))
-# A word's last letter as English words are borrowed into Korean: tuple 튜플, name 네임,
-# string 스트링 end on a consonant; int 인트, Tensor 텐서, dtype 디타입... are read as vowels
-# except the nasal and liquid endings, which is what the choice needs.
+# A word's last letter as English words are borrowed into Korean: name 네임, string 스트링,
+# tuple 튜플 (a silent e dropped) end on a consonant; int 인트, Tensor 텐서, embed 임베드
+# end on a vowel, as most endings do once Korean adds its ㅡ.
 LATIN_ENDINGS = (("ng", "응"), ("m", "음"), ("n", "은"), ("l", "을"))
 
 
