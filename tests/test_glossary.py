@@ -53,7 +53,8 @@ def rules() -> dict[str, list[tuple[list[str], str, list[list[str]]]]]:
     """language -> [(variant's words, what to use instead, allowed forms' words)]."""
     out: dict[str, list] = {"es": [], "ko": []}
     for lang, variant, instead, allowed in tables()[1]:
-        kept = [instead] + [a for a in allowed.split(" · ") if a]
+        variant = variant.strip("`")
+        kept = [instead] + [a.strip("`") for a in allowed.split(" · ") if a]
         out[lang].append((variant.lower().split(), instead, [tokens(a) for a in kept]))
     return out
 
@@ -157,7 +158,7 @@ def test_every_variant_names_a_language_and_a_replacement():
     variants = tables()[1]
     assert len(variants) > 20
     for lang, variant, instead, _ in variants:
-        assert lang in ("es", "ko") and variant and instead, (lang, variant)
+        assert lang in ("es", "ko") and variant.strip("`") and instead, (lang, variant)
 
 
 @pytest.mark.parametrize("lang, text, caught", [
