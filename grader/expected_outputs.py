@@ -16,6 +16,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from .cells import first_line
 from .registry import ErrorPattern
 
 MARKER = "NBVAL_CHECK_OUTPUT"
@@ -145,7 +146,8 @@ def with_expected_outputs(data: bytes, expected: dict) -> bytes:
     missing = []
     for example, index in zip(examples, align([e["source"] for e in examples], list(map(source_text, checked)))):
         if index is None:
-            missing.append({"cell": example["cell"], "expected": output_text(example["outputs"])})
+            missing.append({"cell": example["cell"], "position": example.get("position", example["cell"]),
+                            "first_line": first_line(example["source"]), "expected": output_text(example["outputs"])})
         else:
             checked[index]["outputs"], checked[index]["execution_count"] = example["outputs"], example["cell"]
     metadata = nb.setdefault("metadata", {})
@@ -217,7 +219,8 @@ def missing_records(notebook: Path) -> list[dict]:
     tied = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {}).get("tied", {})
     return [
         {"cell": example["cell"] - 1, "passed": False,
-         "error": {"type": MISSING, "message": "", "line": "", "cell": example["cell"],
+         "error": {"type": MISSING, "message": "", "line": "", "cell": example.get("position", example["cell"]),
+                   "first_line": example.get("first_line", ""),
                    "expected": excerpt(example["expected"].rstrip("\n").replace("\n", NEWLINE))}}
         for example in tied.get(MISSING_KEY, [])
     ]

@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from . import expected_outputs as eo
-from .cells import code_cells
+from .cells import code_cells, first_line
 from .cells import named as named_cell
 from .judge import TIMEOUT, Verdict
 from .probe_runtime import error_fact
@@ -162,7 +162,9 @@ def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
         expected = eo.output_text(example["outputs"])
         if paired is None:
             missing.append({"cell": example["cell"] - 1, "passed": False,
-                            "error": {"type": eo.MISSING, "message": "", "line": "", "cell": example["cell"],
+                            "error": {"type": eo.MISSING, "message": "", "line": "",
+                                      "cell": example.get("position", example["cell"]),
+                                      "first_line": first_line(example["source"]),
                                       "expected": eo.excerpt(expected.rstrip("\n").replace("\n", eo.NEWLINE))}})
             continue
         cell = checked[paired]

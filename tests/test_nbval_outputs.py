@@ -72,7 +72,9 @@ def test_a_deleted_worked_example_is_listed_and_the_others_keep_their_outputs():
     copy = prepared(nb)
     assert checked_outputs(copy) == [example["outputs"] for example in EXPECTED if example is not FORWARD]
     missing = copy["metadata"]["tied"][expected_outputs.MISSING_KEY]
-    assert missing == [{"cell": FORWARD["cell"], "expected": "(4, 6)\nFalse False\n"}]
+    assert missing == [{"cell": FORWARD["cell"], "position": FORWARD["position"],
+                        "first_line": "E = np.random.default_rng(0).normal(0.0, 0.02, (6, 4))",
+                        "expected": "(4, 6)\nFalse False\n"}]
 
 
 def test_inserted_and_edited_cells_keep_the_pairing():
@@ -178,5 +180,6 @@ def test_a_deleted_worked_example_gets_a_clear_verdict(tmp_path):
     verdict = notebook_verdict(nb, tmp_path)
     assert verdict.status == "fail" and verdict.finding.key == "common.worked_example_missing"
     message = render(verdict.finding, "en")
-    assert message.startswith(f"A worked example is missing: code cell {GRADIENT['cell']} of the exercise, "
-                              "which prints “(5, 3) (5, 3) ↵")
+    assert message.startswith(f"A worked example is missing: cell {GRADIENT['position']} of the exercise "
+                              "(“E = np.random.default_rng(1)")
+    assert "which prints “(5, 3) (5, 3) ↵" in message
