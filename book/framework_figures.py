@@ -254,33 +254,33 @@ def row_gradients(fig, lookup, projection):
     fig.legend(loc="outside upper center", ncols=1, frameon=False, markerscale=2)
 
 
-@drawing(height=4.9)
+@drawing(height=4.0)
 def meta_untie(fig):
     """What to_empty does to a tie made on the meta device, and tying again."""
-    ax = canvas(fig, 9.6, 10.2)
+    ax = canvas(fig, 9.6, 8.6)
     stages = (("built on\nmeta", ["one Parameter"], INK),
               ("to_empty\n('cpu')", ["Parameter 1", "Parameter 2"], HEAD),
               ("tie again,\nthen init", ["one Parameter"], LOOKUP))
     for i, (title, params, color) in enumerate(stages):
-        top = 10.0 - 3.0 * i
-        ax.text(0.05, top - 0.9, title, ha="left", va="center", family="monospace", color=color)
+        top = 8.5 - 2.4 * i
+        ax.text(0.05, top - 0.7, title, ha="left", va="center", family="monospace", color=color)
         embed = node(ax, 4.3, top - 0.4, "embed", w=1.7, h=0.6, size=11)
         head = node(ax, 7.6, top - 0.4, "lm_head", w=1.7, h=0.6, size=11)
         if len(params) == 1:
-            shared = node(ax, 5.95, top - 1.9, params[0], color=color, w=2.8, h=0.6, size=11)
+            shared = node(ax, 5.95, top - 1.5, params[0], color=color, w=2.8, h=0.6, size=11)
             arrow(ax, (embed[0], embed[1] - 0.35), (shared[0] - 0.6, shared[1] + 0.35))
             arrow(ax, (head[0], head[1] - 0.35), (shared[0] + 0.6, shared[1] + 0.35))
         else:
             for owner, name in ((embed, params[0]), (head, params[1])):
-                below = node(ax, owner[0], top - 1.9, name, color=color, w=2.3, h=0.6, size=11)
+                below = node(ax, owner[0], top - 1.5, name, color=color, w=2.3, h=0.6, size=11)
                 arrow(ax, (owner[0], owner[1] - 0.35), (below[0], below[1] + 0.35), color=color)
         if i < 2:
-            ax.plot([0.2, 9.4], [top - 2.6, top - 2.6], color=PALE, lw=2)
+            ax.plot([0.2, 9.4], [top - 2.05, top - 2.05], color=PALE, lw=2)
     ax.text(4.8, 0.05, "two Parameters: one matrix more,\nand the first update splits them",
             ha="center", va="bottom", color=HEAD)
 
 
-@drawing(height=2.8)
+@drawing(height=2.5)
 def file_sizes(fig, sizes: dict[str, int], matrix_bytes: int):
     """Bytes of each saved file, with the size of one (V, d) matrix in the axis label."""
     ax = fig.add_subplot()
@@ -349,9 +349,9 @@ def tied_pipeline(fig, stages, matrix, lookup: int, head: int, hidden=None):
     my = (ys[lookup] + ys[head]) / 2
     node(ax, 8.4, my, f"{name}\n{tuple(shape)}", color=INK, fill=PALE, w=2.2, h=1.2, size=11)
     arrow(ax, (7.9, my + 0.65), (7.0, ys[lookup]), color=LOOKUP, curve=0.25, lw=2)
-    ax.text(8.4, my + 1.0, "rows", ha="center", va="bottom", color=LOOKUP)
+    ax.text(8.75, my + 1.0, "rows", ha="center", va="bottom", color=LOOKUP)
     arrow(ax, (7.9, my - 0.65), (7.0, ys[head]), color=HEAD, curve=-0.25, lw=2)
-    ax.text(8.4, my - 1.0, "transposed", ha="center", va="top", color=HEAD)
+    ax.text(8.75, my - 1.0, "transposed", ha="center", va="top", color=HEAD)
     if hidden is not None:
         rows, cols = np.shape(hidden)
         c = 0.36
