@@ -22,11 +22,13 @@ SMALLEST_TEXT_PX = 11
 
 
 class Figures(HTMLParser):
-    """The figures of a page (id, number, caption, images) and the targets of its links."""
+    """The figures of a page (id, number, caption, images) and its links to a figure
+    ([target id, link text])."""
 
     def __init__(self):
         super().__init__()
         self.figures, self.links, self._open, self._in_number = [], [], [], False
+        self._in_link = False
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -36,16 +38,21 @@ class Figures(HTMLParser):
             self._open[-1]["images"].append((tag, attrs.get("src", ""), attrs.get("alt")))
         elif tag == "span" and "caption-number" in attrs.get("class", ""):
             self._in_number = True
-        elif tag == "a" and attrs.get("href"):
-            self.links.append(attrs["href"].rsplit("#", 1)[-1] if "#" in attrs["href"] else "")
+        elif tag == "a" and "#" in attrs.get("href", ""):
+            self.links.append([attrs["href"].rsplit("#", 1)[-1], ""])
+            self._in_link = True
 
     def handle_endtag(self, tag):
         if tag == "figure" and self._open:
             self.figures.append(self._open.pop())
         elif tag == "span":
             self._in_number = False
+        elif tag == "a":
+            self._in_link = False
 
     def handle_data(self, data):
+        if self._in_link:
+            self.links[-1][1] += data
         if self._open:
             key = "number" if self._in_number else "caption"
             self._open[-1][key] += data
@@ -106,10 +113,11 @@ def test_figures_are_svg_with_alt_text_that_says_what_they_show(book):
 
 
 def test_the_text_refers_to_every_figure_by_its_number(book):
-    linked = {target for page in parsed_all() for target in page.links}
-    unreferred = [f"{name} #{f['id']}" for name, page in book.items() for f in page.figures
-                  if f["id"] not in linked]
-    assert not unreferred, f"figures that no {{numref}} names: {unreferred}"
+    """A link to the figure whose text is the figure's number ("Fig. 3"), as {numref} writes."""
+    linked = {(target, " ".join(text.split())) for page in parsed_all() for target, text in page.links}
+    unreferred = [f"{name} #{f['id']} ({f['number'].strip()})" for name, page in book.items()
+                  for f in page.figures if (f["id"], " ".join(f["number"].split())) not in linked]
+    assert not unreferred, f"figures that no {{numref}} names by their number: {unreferred}"
 
 
 def parsed_all() -> list[Figures]:
