@@ -71,7 +71,7 @@ def logit_lens(next_prob: np.ndarray, top: np.ndarray, tokens: np.ndarray,
                depths: list[str]) -> SVG:
     """The lens at each position (rows) and depth (columns): the colour is the probability
     of the true next token, the number the token the lens reads."""
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.28 * len(tokens) + 1.2))
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.2 * len(tokens) + 0.9))
     image = ax.imshow(next_prob.T, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     for (col, row), token in np.ndenumerate(top):
         ax.text(col, row, str(token), ha="center", va="center", fontsize=11,
