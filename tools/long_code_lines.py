@@ -3,7 +3,7 @@
 At 1280 px the book's code box holds a little more than 80 columns of its monospace font;
 a longer line scrolls sideways in its box (the book fades the cut side, see
 book/_static/tied.css), so a reader at a desk would miss its end. Seen are a page's code
-cells (but those whose input is removed or folded), the code fenced in its prose, and what
+cells (folded ones too, but not those whose input is removed), the code fenced in its prose, and what
 it shows of other files with ``{literalinclude}`` (the object that ``:pyobject:`` names,
 the lines from ``:start-at:`` up to ``:end-before:``, or else the whole file). Run from
 the repository root:
@@ -21,7 +21,7 @@ from pathlib import Path
 import jupytext
 
 COLUMNS = 80
-HIDDEN = {"remove-input", "remove-cell", "hide-input", "hide-cell"}
+HIDDEN = {"remove-input", "remove-cell"}
 FENCE = re.compile(r"^(`{3,}|~{3,})")
 INCLUDE = re.compile(r"^(`{3,}|~{3,}|:{3,})\{literalinclude\}\s+(\S+)")
 OPTION = re.compile(r"^:([\w-]+):\s*(.*)$")
