@@ -333,9 +333,10 @@ def tied_pipeline(fig, stages, matrix, lookup: int, head: int, hidden=None):
     the one matrix beside them with its two arrows: its rows into stage ``lookup``, its
     transpose into stage ``head``. ``hidden``: an (N, T) array of 0/1, drawn as a grid of
     the positions the loss reads."""
-    ax = canvas(fig, 9.6, 9.2)
-    step = 8.4 / len(stages)
-    ys = [8.7 - step * (i + 0.5) for i in range(len(stages))]
+    step = 1.15                                   # a box of 0.72 and an arrow between two
+    height = step * len(stages) + 0.9
+    ax = canvas(fig, 9.6, height)
+    ys = [height - 0.6 - step * (i + 0.5) for i in range(len(stages))]
     for i, ((label, shape), y) in enumerate(zip(stages, ys)):
         color, fill = ((LOOKUP, LOOKUP_FILL) if i == lookup else (HEAD, HEAD_FILL) if i == head
                        else (INK, "white"))
