@@ -148,4 +148,13 @@ return embedding[:, token_ids].T @ embedding
         EMBED + "self.mixer = nn.Dense(self.d_model, use_bias=False)\n",
         "return self.embed.attend(self.mixer(self.embed(token_ids)))\n"),
         {"SharedEmbedLM.params": "linen.shared_param_names", "SharedEmbedLM.__call__": "common.wrong_values"}),
+    # The head's gradient is judged too: a stop_gradient on it keeps the logits right (issue 27).
+    Pitfall("01_linen", "shared_head_stop_gradient", {"SharedEmbedLM.__call__": '''
+h = self.mixer(self.embed(token_ids))
+return h @ jax.lax.stop_gradient(self.embed.embedding).T
+'''}, {"SharedEmbedLM.params": "pass", "SharedEmbedLM.__call__": "pass",
+       "SharedEmbedLM.gradient": "linen.shared_grad_head_blocked"}),
+    Pitfall("01_linen", "shared_lookup_stop_gradient", {"SharedEmbedLM.__call__": '''
+return self.embed.attend(self.mixer(jax.lax.stop_gradient(self.embed(token_ids))))
+'''}, {"SharedEmbedLM.__call__": "pass", "SharedEmbedLM.gradient": "linen.shared_grad_lookup_blocked"}),
 ]
