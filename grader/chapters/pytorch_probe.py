@@ -241,44 +241,37 @@ def tinylm_forward(ns, vocab_size, d_model, n_layers, seed, input_ids):
 
 @_single_threaded
 def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
-    """The matrix's gradient in the (re-tied) model, and the same gradient split into its two paths.
-
-    The split comes from a twin of the model whose head gets a Parameter of its own,
-    with the same values: the twin's embedding then receives only the lookup's part,
-    and its head only the projection's part.
-    """
-    import copy
-
+    """The raw gradient of the matrix in the (re-tied) model, and what the grader needs
+    to split it into its paths, whatever spells the head (``self.lm_head(h)``,
+    ``F.linear(h, self.embed.weight)``, ``h @ self.embed.weight.T``): the ids each call
+    of ``embed`` looked up with the gradient its output received (the lookup's part),
+    and what ``ln_f`` handed on (the projection's part is ``upstream.T @ it``)."""
     import torch
-    from torch import nn
 
     model = _retied(_tinylm(ns, vocab_size, d_model, n_layers, seed))
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     weights = torch.from_numpy(np.asarray(upstream, np.float32))
+    looked_up, seen = [], []
 
-    def backward(m):
-        m.zero_grad(set_to_none=True)
-        (m(ids).float() * weights).sum().backward()
+    def on_embed(module, args, out):
+        if isinstance(out, torch.Tensor) and out.requires_grad and args and isinstance(args[0], torch.Tensor):
+            out.retain_grad()
+            looked_up.append((args[0].detach().clone(), out))
 
-    twin = copy.deepcopy(model)
-    seen = []  # what ln_f hands the head: the projection's part of the gradient is upstream.T @ it
-    hook = model.ln_f.register_forward_hook(lambda module, args, out: seen.append(out.detach().clone()))
+    hooks = [model.embed.register_forward_hook(on_embed),
+             model.ln_f.register_forward_hook(lambda module, args, out: seen.append(out.detach().clone()))]
+    model.zero_grad(set_to_none=True)
     try:
-        backward(model)
+        (model(ids).float() * weights).sum().backward()
     finally:
-        hook.remove()
-    twin.lm_head.weight = twin_head = nn.Parameter(twin.embed.weight.detach().clone())
-    backward(twin)  # read the Parameters the pass used: a forward may replace them as it runs
+        for hook in hooks:
+            hook.remove()
     zeros = np.zeros(tuple(model.embed.weight.shape), np.float32)
-
-    def grad(p):
-        return to_numpy(p.grad) if p.grad is not None else zeros
-
     head = model.lm_head.weight
     return {
-        "shared": grad(model.embed.weight),
-        "lookup": grad(twin.embed.weight),
-        "projection": grad(twin_head),
+        "shared": to_numpy(model.embed.weight.grad) if model.embed.weight.grad is not None else zeros,
+        "lookups": [{"ids": to_numpy(i), "grad": to_numpy(out.grad) if out.grad is not None else None}
+                    for i, out in looked_up],
         "ids": [id(model.embed.weight), id(head)],
         "head_grad": None if head.grad is None else to_numpy(head.grad),
         "h": to_numpy(seen[-1]) if seen else np.zeros((0,)),
