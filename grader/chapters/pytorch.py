@@ -17,7 +17,11 @@ from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symp
 CHAPTER_ID = "03_pytorch"
 RTOL = 1e-4
 # What torch says when a matrix product's shapes do not line up.
-SHAPES_DONT_MULTIPLY = r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size"
+SHAPES_DONT_MULTIPLY = r"mat1 and mat2 shapes cannot be multiplied|size mismatch"
+# What torch says when an elementwise operation cannot broadcast its operands: not a
+# matrix product, so never the transpose diagnosis.
+BROADCAST = ErrorPattern("pytorch.broadcast", r"RuntimeError",
+                         r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\) at non-singleton")
 
 
 def _matrix(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
@@ -550,7 +554,8 @@ CHAPTER = Chapter(
     id=CHAPTER_ID,
     title="PyTorch and Hugging Face",
     probe_module="grader.chapters.pytorch_probe",
-    errors=(ErrorPattern("pytorch.module_names", r"AttributeError", r"has no attribute '(embed|blocks|ln_f|lm_head)'"),
+    errors=(BROADCAST,
+            ErrorPattern("pytorch.module_names", r"AttributeError", r"has no attribute '(embed|blocks|ln_f|lm_head)'"),
             ErrorPattern("pytorch.index_out_of_range", r"IndexError", r"index out of range in self")),
     items=(TIE_WEIGHTS, TIE_WEIGHTS_REFUSED, TINYLM_TIED, TINYLM_FORWARD, TINYLM_GRAD, TIED_LOGITS),
 )
