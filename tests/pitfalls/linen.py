@@ -157,4 +157,9 @@ return h @ jax.lax.stop_gradient(self.embed.embedding).T
     Pitfall("01_linen", "shared_lookup_stop_gradient", {"SharedEmbedLM.__call__": '''
 return self.embed.attend(self.mixer(jax.lax.stop_gradient(self.embed(token_ids))))
 '''}, {"SharedEmbedLM.__call__": "pass", "SharedEmbedLM.gradient": "linen.shared_grad_lookup_blocked"}),
+    # A bfloat16 parameter is a dtype finding wherever it shows, never "could not be judged".
+    Pitfall("01_linen", "bfloat16_param", {"TiedIO.__call__": f'''
+embedding = self.param("embedding", {LINEN_INIT}, jnp.bfloat16)
+return embedding[token_ids] @ embedding.T
+'''}, {"TiedIO.params": "common.wrong_dtype", "tied_io_embed": "common.wrong_dtype"}),
 ]
