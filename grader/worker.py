@@ -38,6 +38,9 @@ from .probe_runtime import shorten
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 ARROW_LINE = re.compile(r"^\s*-*>\s*\d+\s(.*)$")
 FRAME_HEAD = re.compile(r"^\s*(Cell In\[\d+\]|File \S.*:\d+)")  # IPython 8's frame headers
+# The line that names the exception, ``jax.errors.TracerArrayConversionError: ...``: its
+# message may go on over later lines (JAX ends with "See https://..."), which are its text.
+EXCEPTION_HEAD = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration))(?::\s?(.*))?$")
 
 
 def cell_error(inner_traceback: str) -> dict:
@@ -46,8 +49,13 @@ def cell_error(inner_traceback: str) -> dict:
     library's line."""
     lines = [ANSI.sub("", line) for line in (inner_traceback or "").splitlines()]
     lines = [line for line in lines if line.strip()]
-    last = lines[-1] if lines else ""
-    etype, _, message = last.partition(":")
+    head = next((i for i in range(len(lines) - 1, -1, -1) if EXCEPTION_HEAD.match(lines[i])), None)
+    if head is None:
+        etype, _, message = (lines[-1] if lines else "").partition(":")
+    else:
+        match = EXCEPTION_HEAD.match(lines[head])
+        etype = match.group(1).rsplit(".", 1)[-1]  # as type(exc).__name__ gives it in-process
+        message = " ".join([match.group(2) or "", *(line.strip() for line in lines[head + 1:])])
     failing, in_cell = [], False
     for line in lines:
         if FRAME_HEAD.match(line):

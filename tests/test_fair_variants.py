@@ -40,3 +40,20 @@ def test_a_tied_head_however_written_gets_the_gradient_item(head):
     found = verdicts("03_pytorch", {"TinyLM.forward": tiny_forward(HEADS[head])}, ("TinyLM.forward", "TinyLM.grad"))
     assert {name: v.status for name, v in found.items()} == {"TinyLM.forward": judge.PASS, "TinyLM.grad": judge.PASS}, \
         {name: v.finding for name, v in found.items()}
+
+
+def test_an_exception_keeps_its_type_and_its_text_over_several_lines():
+    """JAX's message ends with a line of its own, "See https://...": the kernel's
+    traceback is read from the line that names the exception, never split at a colon."""
+    from grader.worker import cell_error
+
+    traceback = "\n".join([
+        "Cell In[4], line 3", "----> 3 grad = jax.grad(loss)(E)", "",
+        "File /site-packages/jax/core.py:12, in f()", "---> 12     raise e", "",
+        "jax.errors.TracerArrayConversionError: The numpy.ndarray conversion method __array__() was called",
+        "See https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerArrayConversionError"])
+    error = cell_error(traceback)
+    assert error["type"] == "TracerArrayConversionError"
+    assert error["message"].endswith("See https://docs.jax.dev/en/latest/errors.html"
+                                     "#jax.errors.TracerArrayConversionError")
+    assert error["line"] == "grad = jax.grad(loss)(E)"
