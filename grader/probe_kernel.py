@@ -10,6 +10,7 @@ which makes modules of them wherever the program runs.
 from __future__ import annotations
 
 import ast
+import copy
 import importlib.util
 import json
 from functools import cache
@@ -112,12 +113,25 @@ def write_spec(ch: Chapter, spec_path: Path, out_path: Path) -> None:
     spec_path.write_text(json.dumps({"out": str(out_path), "items": spec_items(ch)}), encoding="utf-8")
 
 
-def run_in_process(ch: Chapter, namespace: dict, only: str | None = None) -> dict[str, list]:
-    """The probes over ``namespace`` in this process (the in-notebook check)."""
+@cache
+def _probes(chapter_probe_module: str) -> dict:
+    """The probes of a bundle, loaded once in this process."""
     program = {"__name__": "_tied_probe"}
-    exec(compile(probe_source(ch.probe_module), PROBE_FILE, "exec"), program)
-    items = decode_items(spec_items(ch, only))
+    exec(compile(probe_source(chapter_probe_module), PROBE_FILE, "exec"), program)
+    return program["PROBES"]
+
+
+@cache
+def _items(ch: Chapter, only: str | None) -> list[dict]:
+    """The items' cases as the kernel decodes them, decoded once in this process."""
+    return decode_items(spec_items(ch, only))
+
+
+def run_in_process(ch: Chapter, namespace: dict, only: str | None = None) -> dict[str, list]:
+    """The probes over ``namespace`` in this process (the in-notebook check).  Each run
+    gets its own copy of the cases' arrays, as a kernel does: a function that writes into
+    its input changes no later case."""
     facts: dict[str, list] = {}
-    run_items(items, program["PROBES"], namespace,
+    run_items(copy.deepcopy(_items(ch, only)), _probes(ch.probe_module), namespace,
               lambda name, found: facts.__setitem__(name, json.loads(json.dumps(found))))
     return facts

@@ -40,7 +40,8 @@ ARROW_LINE = re.compile(r"^\s*-*>\s*\d+\s(.*)$")
 FRAME_HEAD = re.compile(r"^\s*(Cell In\[\d+\]|File \S.*:\d+)")  # IPython 8's frame headers
 # The line that names the exception, ``jax.errors.TracerArrayConversionError: ...``: its
 # message may go on over later lines (JAX ends with "See https://..."), which are its text.
-EXCEPTION_HEAD = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration))(?::\s?(.*))?$")
+EXCEPTION_HEAD = re.compile(
+    r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration))(?::\s?(.*))?$")
 
 
 def cell_error(inner_traceback: str) -> dict:

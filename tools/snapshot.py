@@ -21,14 +21,13 @@ LANGS = ("en", "es", "ko")
 
 
 def _entries(nb, chapter_id: str) -> dict:
-    from inprocess import run_cells
-
     from grader import judge
     from grader.probe_kernel import run_in_process
     from grader.registry import chapter
     from grader.report import as_dict
     from grader.result import Result
     from grader.verdicts import notebook_verdict
+    from inprocess import run_cells
 
     ch = chapter(chapter_id)
     namespace, cells = run_cells(nb)
@@ -44,6 +43,7 @@ def _entries(nb, chapter_id: str) -> dict:
 
 def take(only: list[str]) -> dict:
     import nbformat
+
     from notebooks import replace_regions
     from pitfalls import PITFALLS
 
@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
         print("\n".join(diff(before, after)) or "no difference")
         return 0
     if not argv or argv[0].startswith("-"):
-        print(__doc__.strip().splitlines()[-3:][0].strip(), file=sys.stderr)
+        print("usage: tools/snapshot.py OUT.json [CHAPTER ...] | --diff BEFORE.json AFTER.json", file=sys.stderr)
         return 2
     Path(argv[0]).write_text(json.dumps(take(argv[1:]), ensure_ascii=False, indent=1, sort_keys=True) + "\n")
     return 0

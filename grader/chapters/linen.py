@@ -538,7 +538,7 @@ SHARED_CALL = Item(
 )
 
 
-# ---------------------------------------------------------------- SharedEmbedLM: the gradient reaches the table by both paths
+# ------------------------------------------------ SharedEmbedLM: the gradient reaches the table by both paths
 
 SHARED_GRAD_PUBLIC = dict(token_ids=SHARED_PUBLIC["token_ids"], targets=[3, 3, 7, 0])
 

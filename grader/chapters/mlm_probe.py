@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from grader.probe_runtime import code_facts, lookup
+from grader.probe_torch import single_threaded
 
 ITEMS = ("layer_norm", "gelu_tanh", "multi_head_attention", "mlm_forward_tied")
 
@@ -75,6 +76,7 @@ def _recorder():
     return Recorder()
 
 
+@single_threaded
 def _guarded_call(ns, name, args, kwargs=None, helpers=None):
     """``ns[name](*args, **kwargs)`` with the forbidden built-ins raising and, when
     given, ``helpers`` standing in for the notebook's names of the same while; the

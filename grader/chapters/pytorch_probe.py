@@ -3,32 +3,11 @@
 Every probe builds its modules from the numbers the grader sends, calls the
 student's code, and returns what it finds as plain arrays, numbers and booleans.
 """
-import functools
 
 import numpy as np
 
 from grader.probe_runtime import clip, error_text, lookup
-from grader.probe_torch import to_numpy
-
-
-def _single_threaded(probe):
-    """Run a probe on one intra-op thread, then restore the kernel's setting.
-
-    The models are tiny, and graders run several kernels side by side: with one
-    thread per kernel the probes take a tenth of the time they take oversubscribed.
-    """
-    @functools.wraps(probe)
-    def run(*args, **kwargs):
-        import torch
-
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return probe(*args, **kwargs)
-        finally:
-            torch.set_num_threads(before)
-
-    return run
+from grader.probe_torch import single_threaded, to_numpy
 
 
 def _values(tensor):
@@ -87,7 +66,7 @@ def _tie_facts(e, w):
     }
 
 
-@_single_threaded
+@single_threaded
 def tie_weights_tied(ns, embedding, head, head_bias, hidden):
     """``tie_weights`` on shapes that can be tied: what the two modules hold afterwards."""
     import torch
@@ -117,7 +96,7 @@ def tie_weights_tied(ns, embedding, head, head_bias, hidden):
     return facts
 
 
-@_single_threaded
+@single_threaded
 def tie_weights_refused(ns, embedding, head):
     """``tie_weights`` on shapes that cannot be tied: what it raised, and what it changed."""
     vocab_size, d_model = np.shape(embedding)
@@ -172,7 +151,7 @@ def _kind(module):
             **{k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items() if isinstance(v, (int, tuple))}}
 
 
-@_single_threaded
+@single_threaded
 def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
     """How ``TinyLM`` holds its matrix and its modules: at construction, after an SGD
     step, after ``.to``; and the names its ``state_dict`` registers."""
@@ -206,7 +185,7 @@ def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
     return facts
 
 
-@_single_threaded
+@single_threaded
 def tinylm_forward(ns, vocab_size, d_model, n_layers, seed, input_ids):
     """The logits of the (re-tied) model, the output of ``ln_f`` that fed them, how often
     each block ran, and the matrices the logits may come from."""
@@ -239,7 +218,7 @@ def tinylm_forward(ns, vocab_size, d_model, n_layers, seed, input_ids):
     }
 
 
-@_single_threaded
+@single_threaded
 def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
     """The raw gradient of the matrix in the (re-tied) model, and what the grader needs
     to split it into its paths, whatever spells the head (``self.lm_head(h)``,
@@ -278,7 +257,7 @@ def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
     }
 
 
-@_single_threaded
+@single_threaded
 def tied_logits_call(ns, h, E, b, upstream, pass_b):
     """``tied_logits`` on tensors made from the grader's arrays, which require grad:
     what it returns, and the gradients a backward pass with ``upstream`` leaves on
