@@ -133,11 +133,15 @@ def _value(node: ast.AST) -> ast.AST | None:
 
 
 def derived(tree: ast.AST, seeds: set[str]) -> set[str]:
-    """``seeds`` and every name assigned from an expression that mentions one of them."""
+    """``seeds`` and every name assigned from an expression that mentions one of them
+    (``count = blocks_weights.shape[0]``), not through a loop's variable: what a loop
+    over the blocks computes (``x``, then the logits) is not the blocks."""
     found = set(seeds)
     while True:
         more = set(found)
         for node in ast.walk(tree):
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                continue
             value = _value(node)
             if value is not None and _names(value) & more:
                 for target in _targets(node):
