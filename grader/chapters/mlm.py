@@ -211,6 +211,8 @@ def code_finding(value: dict) -> Finding | None:
 # the line of the loop.
 COST = "mlm.case_cost"
 SIZE_NAMES = {"n": "N", "t": "T", "h": "heads", "m": "M"}  # as the cost case's label shows them
+DIMENSIONS = {"heads": "mlm.dimension_heads", "positions": "mlm.dimension_positions",
+              "batch": "mlm.dimension_batch", "masked": "mlm.dimension_masked"}
 
 
 def cost_case(make, base: dict[str, int], grown: dict[str, tuple[str, int]]) -> Case:
@@ -244,7 +246,7 @@ def cost_finding(item: str, case: Case, value: dict, loops_over_blocks: bool) ->
         return Finding("common.malformed_record")
     for (dim, small, big), count in zip(dims, counts[1:]):
         if count - counts[0] >= big - small:
-            params = {"dimension_key": f"mlm.dimension_{dim}", "small": small, "big": big,
+            params = {"dimension_key": DIMENSIONS[dim], "small": small, "big": big,
                       "count_small": counts[0], "count_big": count}
             loop = _loop_line(item, value, loops_over_blocks)
             if loop is None:
