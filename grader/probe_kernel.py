@@ -116,7 +116,7 @@ def write_spec(ch: Chapter, spec_path: Path, out_path: Path) -> None:
 @cache
 def _probes(chapter_probe_module: str) -> dict:
     """The probes of a bundle, loaded once in this process."""
-    program = {"__name__": "_tied_probe"}
+    program: dict = {"__name__": "_tied_probe"}
     exec(compile(probe_source(chapter_probe_module), PROBE_FILE, "exec"), program)
     return program["PROBES"]
 

@@ -50,13 +50,13 @@ def cell_error(inner_traceback: str) -> dict:
     library's line."""
     lines = [ANSI.sub("", line) for line in (inner_traceback or "").splitlines()]
     lines = [line for line in lines if line.strip()]
-    head = next((i for i in range(len(lines) - 1, -1, -1) if EXCEPTION_HEAD.match(lines[i])), None)
-    if head is None:
-        etype, _, message = (lines[-1] if lines else "").partition(":")
-    else:
-        match = EXCEPTION_HEAD.match(lines[head])
+    heads = [(i, m) for i, line in enumerate(lines) if (m := EXCEPTION_HEAD.match(line))]
+    if heads:
+        head, match = heads[-1]
         etype = match.group(1).rsplit(".", 1)[-1]  # as type(exc).__name__ gives it in-process
         message = " ".join([match.group(2) or "", *(line.strip() for line in lines[head + 1:])])
+    else:
+        etype, _, message = (lines[-1] if lines else "").partition(":")
     failing, in_cell = [], False
     for line in lines:
         if FRAME_HEAD.match(line):
