@@ -79,6 +79,8 @@
     const left = box.scrollLeft > 1, right = hidden > 1;
     if (left || right) {
       box.dataset.tiedScroll = left && right ? "both" : left ? "left" : "right";
+      // A keyboard reaches it, to scroll it with the arrow keys.
+      if (!box.hasAttribute("tabindex")) box.tabIndex = 0;
     } else {
       delete box.dataset.tiedScroll;
     }
@@ -97,4 +99,24 @@
     const typeset = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
     if (typeset) typeset.then(watchAll);
   });
+})();
+
+// Accessible names that say what is shown (axe-core's label-content-name-mismatch): the
+// theme names its search button "Search" and shows "Search Ctrl+K", its colour-mode button
+// "Color mode" and holds icons titled "Light" and "Dark"; myst-nb names each folded cell
+// "Toggle hidden content" and shows "Show code cell source". Font Awesome turns the icons
+// into SVGs, titled as the icons were, around DOMContentLoaded: before or after this.
+(() => {
+  const untitled = () => {
+    document.querySelectorAll('summary[aria-label="Toggle hidden content"], .search-button-field[aria-label]')
+      .forEach(e => e.removeAttribute("aria-label"));
+    document.querySelectorAll(".theme-switch-button :is(svg, i)").forEach(icon => {
+      icon.setAttribute("aria-hidden", "true");
+      icon.removeAttribute("title");
+      icon.removeAttribute("aria-labelledby");
+      icon.querySelectorAll("title").forEach(title => title.remove());
+    });
+  };
+  document.addEventListener("DOMContentLoaded", untitled);
+  window.addEventListener("load", untitled);
 })();
