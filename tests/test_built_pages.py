@@ -1,4 +1,5 @@
-"""What every built page holds, read from its HTML (no browser): tables rendered as tables.
+"""What every built page holds, read from its HTML (no browser): tables rendered as tables,
+and a notebook to download wherever the page has code.
 
 Runs on the build that ``make test`` makes first (``TIED_HTML`` for another one).
 """
@@ -7,7 +8,11 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+import jupytext
+import nbformat
+
 from built_book import HTML, pages
+from notebooks import ROOT
 
 # A Markdown table row left as text: a line that starts and ends with a pipe, with a cell
 # boundary between (myst-nb renders a cell's Markdown(...) as CommonMark by default, which
@@ -70,3 +75,44 @@ def test_raw_pipe_tables_are_found():
 def test_no_page_shows_a_raw_pipe_table():
     found = {page.relative_to(HTML).as_posix(): rows for page in pages() if (rows := raw_tables(page))}
     assert not found, f"pages that show Markdown tables as text: {found}"
+
+
+class NotebookLinks(HTMLParser):
+    """The page's links to notebooks, and whether it shows code cells."""
+
+    def __init__(self):
+        super().__init__()
+        self.notebooks, self.code_cells = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = {name: value or "" for name, value in attrs}
+        if tag == "a" and attrs.get("href", "").endswith(".ipynb"):
+            self.notebooks.append(attrs["href"])
+        self.code_cells += "cell" in attrs.get("class", "").split() and tag == "div"
+
+
+def test_every_page_with_code_downloads_as_its_notebook():
+    """Each page with code cells links to an .ipynb made from its source, with the same code."""
+    checked, problems = 0, {}
+    for page in pages():
+        links = NotebookLinks()
+        links.feed(page.read_text(encoding="utf-8"))
+        name = page.relative_to(HTML).as_posix()
+        if not links.code_cells:
+            continue
+        if len(set(links.notebooks)) != 1:
+            problems[name] = f"links to notebooks: {links.notebooks}"
+            continue
+        notebook = (page.parent / links.notebooks[0]).resolve()
+        source = ROOT / page.relative_to(HTML).with_suffix(".md")
+        if not notebook.is_file():
+            problems[name] = f"{links.notebooks[0]} is not in the build"
+            continue
+        built = nbformat.read(notebook, as_version=4)
+        nbformat.validate(built)
+        expected = [cell.source for cell in jupytext.read(source).cells if cell.cell_type == "code"]
+        if [cell.source for cell in built.cells if cell.cell_type == "code"] != expected:
+            problems[name] = f"{links.notebooks[0]} does not hold the code cells of {source.name}"
+        checked += 1
+    assert not problems, problems
+    assert checked >= 10, f"only {checked} pages with code cells"
