@@ -124,8 +124,8 @@ def test_notes_are_folded_for_an_english_browser(seen):
     assert any(facts["pairs"] for facts in seen.values()), "no page has notes"
     loose = failing(seen, lambda facts: facts["loose_notes"])
     assert not loose, f"notes outside a pair: {loose}"
-    unfolded = failing(seen, lambda facts: [pair for pair in facts["pairs"]
-                                            if not pair["button"] or pair["notes_shown"] or "ES · KO" not in pair["label"]])
+    unfolded = failing(seen, lambda facts: [
+        pair for pair in facts["pairs"] if not pair["button"] or pair["notes_shown"] or "ES · KO" not in pair["label"]])
     assert not unfolded, f"pairs of notes not folded behind an 'ES · KO' button: {unfolded}"
 
 

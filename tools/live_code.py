@@ -22,8 +22,9 @@ from pathlib import Path
 
 from docutils import nodes
 from myst_nb.core.read import read_myst_markdown_notebook
-from notebook_download import notebook_url
 from sphinx.application import Sphinx
+
+from notebook_download import notebook_url
 
 HIDDEN_TAGS = {"remove-cell", "remove_cell", "remove-input", "remove_input"}
 # What sphinx-thebe adds: raw nodes at the end of each page; its files and config in <head>.
