@@ -116,3 +116,25 @@ def test_every_page_with_code_downloads_as_its_notebook():
         checked += 1
     assert not problems, problems
     assert checked >= 10, f"only {checked} pages with code cells"
+
+
+# A paper in a page's References: a list item with an arXiv or ACL Anthology link.
+PAPER_ITEM = re.compile(r"^- (?P<item>[^\n]*(?:\n  [^\n]*)*(?:arxiv\.org|aclanthology\.org)[^\n]*)", re.M)
+BIB_KEY = re.compile(r"^@\w+\{(\w+),", re.M)
+CITED = re.compile(r"\{cite(?::\w+)?\}`([^`]+)`")
+
+
+def test_papers_are_cited_from_the_bibliography():
+    """Every paper a page lists is a {cite} of references.bib, every entry of which is cited."""
+    keys = set(BIB_KEY.findall((ROOT / "references.bib").read_text(encoding="utf-8")))
+    cited, by_hand = set(), {}
+    for source in sorted((ROOT / "book").glob("*.md")):
+        text = source.read_text(encoding="utf-8")
+        cited |= {key.strip() for roles in CITED.findall(text) for key in roles.split(",")}
+        if found := [m["item"][:60] for m in PAPER_ITEM.finditer(text) if not m["item"].startswith("{cite")]:
+            by_hand[source.name] = found
+    assert not by_hand, f"papers written out by hand rather than cited: {by_hand}"
+    assert cited <= keys, f"cited but not in references.bib: {cited - keys}"
+    assert keys <= cited, f"in references.bib but cited nowhere: {keys - cited}"
+    bibliography = (HTML / "book" / "bibliography.html").read_text(encoding="utf-8")
+    assert bibliography.count('role="doc-biblioentry"') == len(keys), "the bibliography page lacks entries"
