@@ -101,13 +101,16 @@
   });
 })();
 
-// Accessible names that say what is shown (axe-core's label-content-name-mismatch): the
-// theme names its search button "Search" and shows "Search Ctrl+K", its colour-mode button
-// "Color mode" and holds icons titled "Light" and "Dark"; myst-nb names each folded cell
-// "Toggle hidden content" and shows "Show code cell source". Font Awesome turns the icons
-// into SVGs, titled as the icons were, around DOMContentLoaded: before or after this.
+// What axe-core finds in the markup that the theme and docutils write, mended:
+// - accessible names that say what is shown (label-content-name-mismatch): the theme names
+//   its search button "Search" and shows "Search Ctrl+K", its colour-mode button "Color mode"
+//   and holds icons titled "Light" and "Dark"; myst-nb names each folded cell "Toggle hidden
+//   content" and shows "Show code cell source". Font Awesome turns the icons into SVGs,
+//   titled as the icons were, around DOMContentLoaded: before or after this.
+// - a bibliography's entries are items of its list (aria-required-children: docutils gives
+//   them the role doc-biblioentry, which ARIA 1.3 deprecates, inside role="list").
 (() => {
-  const untitled = () => {
+  const mend = () => {
     document.querySelectorAll('summary[aria-label="Toggle hidden content"], .search-button-field[aria-label]')
       .forEach(e => e.removeAttribute("aria-label"));
     document.querySelectorAll(".theme-switch-button :is(svg, i)").forEach(icon => {
@@ -116,7 +119,9 @@
       icon.removeAttribute("aria-labelledby");
       icon.querySelectorAll("title").forEach(title => title.remove());
     });
+    document.querySelectorAll('[role="list"] > [role="doc-biblioentry"]')
+      .forEach(entry => entry.setAttribute("role", "listitem"));
   };
-  document.addEventListener("DOMContentLoaded", untitled);
-  window.addEventListener("load", untitled);
+  document.addEventListener("DOMContentLoaded", mend);
+  window.addEventListener("load", mend);
 })();
