@@ -5,6 +5,10 @@ asked), with the kernel's environment (threads, JAX's compilation cache), watche
 time and memory, and kills the whole tree when it ends, overruns or after Ctrl-C
 (``stopping.requested()``): interrupt first (the worker does, at the deadline), kill
 second.  ``stop_workers`` kills every running worker at once.
+
+What the worker reports (the facts, the summary) comes back through a pipe made here
+for that one worker: the only verdict input, and nothing the kernel starts holds it
+(``grader.worker.seal``).
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ GRACE = 5.0  # seconds between the deadline, when the worker interrupts its kern
 POLL = 0.05  # seconds between memory checks
 LIST_EVERY = 0.5  # seconds between listings of the worker's process tree
 LOG_LIMIT = 2**20  # bytes kept from the end of the worker's log
+CHANNEL_LIMIT = 65 * 2**20  # bytes kept of what the worker reports (a real run sends a few MB)
 # Workers running now.  Starting one and noting it here happen under _LAUNCH, after
 # a look at ``requested()``, so that after Ctrl-C ``stop_workers`` sees every
 # worker and no other starts.
@@ -132,9 +137,37 @@ def _ended(p: psutil.Process) -> bool:
         return True
 
 
-def supervise(job: dict, limits: Limits) -> tuple[str, str]:
+class Channel:
+    """The read end of the worker's pipe, drained by a thread (the worker must never
+    block on a full pipe) until every writer is gone; at most ``CHANNEL_LIMIT`` bytes
+    are kept, the rest is read and dropped."""
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()  # neither inherited by any other process
+        self.received = bytearray()
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self) -> None:
+        with open(self.read_fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(2**16):
+                if len(self.received) < CHANNEL_LIMIT:
+                    self.received += chunk[: CHANNEL_LIMIT - len(self.received)]
+
+    def handed_over(self) -> None:
+        """The worker has its copy of the write end: drop ours, so that the pipe ends with it."""
+        os.close(self.write_fd)
+
+    def text(self, wait: float = 5.0) -> str:
+        """What the worker sent, once it is gone (a writer the kill missed is waited
+        for ``wait`` seconds at most)."""
+        self.thread.join(wait)
+        return bytes(self.received).decode("utf-8", errors="replace")
+
+
+def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
     """Run the worker; return how it stopped (``""`` when it finished, else TIMEOUT
-    or OOM) and the end of its log.
+    or OOM), the end of its log and what it sent through its channel.
 
     The worker interrupts its kernel at the deadline itself, so that the traceback
     shows where the code was stuck; the whole tree is killed ``GRACE`` seconds later,
@@ -145,17 +178,21 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1",
            **thread_env(limits.threads), **jax_cache_env(limits.jax_cache)}
     deadline = time.monotonic() + limits.timeout
-    command = [sys.executable, "-m", "grader.worker", job["path"], repr(deadline)]
     box = Sandbox(Path(job["path"]).parent, limits.memory, env) if limits.sandbox else None
     with tempfile.TemporaryFile() as log:  # out of the kernel's reach, unlike the job's folder
         with _LAUNCH:
             if requested():
                 raise Interrupted
-            proc = subprocess.Popen(
-                box.argv(command, Path(job["notebook"]).parent) if box else command,
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                env=box.env if box else env, cwd=Path(job["notebook"]).parent,
-            )
+            channel = Channel()
+            command = [sys.executable, "-m", "grader.worker", job["path"], str(channel.write_fd), repr(deadline)]
+            try:
+                proc = subprocess.Popen(
+                    box.argv(command, Path(job["notebook"]).parent) if box else command,
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                    env=box.env if box else env, cwd=Path(job["notebook"]).parent, pass_fds=(channel.write_fd,),
+                )
+            finally:
+                channel.handed_over()
             watched = psutil.Process(proc.pid)  # taken before the worker can be reaped: never another process
             LIVE.add(watched)
         procs: list[psutil.Process] = []
@@ -171,7 +208,7 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str]:
             if box:
                 stopped = OOM if box.hit_memory_limit() and stopped != TIMEOUT else stopped
                 box.close()
-        return stopped, _tail(log)
+        return stopped, _tail(log), channel.text()
 
 
 def stop_workers() -> None:
