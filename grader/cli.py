@@ -262,24 +262,29 @@ def use_secret(args) -> str:
 
 
 def sandbox_ready(args) -> str:
-    """With ``--sandbox``: an error message when it cannot be had; a note (on stderr)
-    when the machine lets it count less than it should."""
+    """With ``--sandbox``: an error message when it cannot be had."""
     if not getattr(args, "sandbox", False):
         return ""
-    import tempfile
-
-    from .sandbox import Sandbox, SandboxUnavailable
+    from .sandbox import SandboxUnavailable, bwrap
 
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            box = Sandbox(Path(tmp), 1 << 30, {})
-            note = box.limits_note()
-            box.close()
+        bwrap()
     except SandboxUnavailable as exc:
         return str(exc)
-    if note:
-        print(note, file=sys.stderr)
     return ""
+
+
+def containment_notice(args) -> None:
+    """``check`` and ``grade``: one line on stderr saying what the limits do not count
+    where this machine lets the grader make no cgroups (``grader.cgroups``)."""
+    if args.command not in ("check", "grade"):
+        return
+    from .cgroups import NOT_COUNTED, JobCgroups
+
+    groups = JobCgroups(1 << 30)
+    groups.close()
+    if groups.missing():
+        print(" ".join(text(NOT_COUNTED[c], args.lang) for c in groups.missing()), file=sys.stderr)
 
 
 def run_release(args) -> int:
@@ -306,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return EXIT_USAGE
+    containment_notice(args)
     if args.command == "release":  # quick, and writes no gradebook: Ctrl-C stops it as usual
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if requested():

@@ -18,13 +18,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from .cgroups import JobCgroups
 from .judge import OOM, TIMEOUT
+from .process_tree import kill_tree, tree
 from .sandbox import Sandbox
 from .stopping import Interrupted, requested
 
@@ -49,7 +50,7 @@ class Limits:
     memory: int = DEFAULT_MEMORY
     threads: int = 0  # CPU threads the kernel may use; 0 leaves the libraries' default
     jax_cache: str = ""  # a folder where the kernels keep compiled JAX programs
-    sandbox: bool = False  # each worker in its own namespaces and cgroups (grader.sandbox)
+    sandbox: bool = False  # each worker in its own namespaces (grader.sandbox)
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -86,13 +87,6 @@ def jax_cache_env(folder: str) -> dict[str, str]:
     }
 
 
-def _tree(proc: psutil.Process) -> list[psutil.Process]:
-    try:
-        return [proc] + proc.children(recursive=True)
-    except psutil.Error:
-        return []
-
-
 def _rss(procs: list[psutil.Process]) -> int:
     total = 0
     for p in procs:
@@ -101,40 +95,6 @@ def _rss(procs: list[psutil.Process]) -> int:
         except psutil.Error:
             pass
     return total
-
-
-def kill_tree(root: psutil.Process, known: Iterable[psutil.Process] = ()) -> None:
-    """Kill ``root``, every process under it and those in ``known``, none escaping.
-
-    Each one is stopped (SIGSTOP) before the tree is listed again, and a stopped
-    process cannot start another: once a listing finds nothing new, killing them all
-    leaves nothing behind, not even a kernel that was being started.
-    """
-    seen: dict[int, psutil.Process] = {}
-    while fresh := [p for p in _tree(root) + list(known) if p.pid not in seen]:
-        for p in fresh:
-            seen[p.pid] = p
-            try:
-                p.suspend()
-            except psutil.Error:
-                pass
-    for p in seen.values():
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    # Wait until each has ended (a zombie has: only its parent's wait remains);
-    # psutil.wait_procs would wait for init to reap the kernel, up to its timeout.
-    deadline = time.monotonic() + 1.0
-    while not all(map(_ended, seen.values())) and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
-def _ended(p: psutil.Process) -> bool:
-    try:
-        return p.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return True
 
 
 class Channel:
@@ -178,7 +138,8 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1",
            **thread_env(limits.threads), **jax_cache_env(limits.jax_cache)}
     deadline = time.monotonic() + limits.timeout
-    box = Sandbox(Path(job["path"]).parent, limits.memory, env) if limits.sandbox else None
+    box = Sandbox(Path(job["path"]).parent, env) if limits.sandbox else None
+    groups = JobCgroups(limits.memory)
     with tempfile.TemporaryFile() as log:  # out of the kernel's reach, unlike the job's folder
         with _LAUNCH:
             if requested():
@@ -187,27 +148,29 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
             command = [sys.executable, "-m", "grader.worker", job["path"], str(channel.write_fd), repr(deadline)]
             try:
                 proc = subprocess.Popen(
-                    box.argv(command, Path(job["notebook"]).parent) if box else command,
+                    groups.enter(box.argv(command, Path(job["notebook"]).parent) if box else command),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                     env=box.env if box else env, cwd=Path(job["notebook"]).parent, pass_fds=(channel.write_fd,),
                 )
+            except BaseException:
+                groups.close()
+                raise
             finally:
                 channel.handed_over()
             watched = psutil.Process(proc.pid)  # taken before the worker can be reaped: never another process
             LIVE.add(watched)
         procs: list[psutil.Process] = []
         try:
-            stopped, procs = _watch(proc, watched, deadline + GRACE, limits.memory, box)
+            stopped, procs = _watch(proc, watched, deadline + GRACE, limits.memory, groups)
         finally:
             # Whatever happened, nothing outlives this call: a kernel the worker
-            # left behind was in the last listing, and in a sandbox everything the
-            # submission started is in its cgroup.
+            # left behind was in the last listing, and everything the submission
+            # started is in its cgroups (where the machine allows them).
             kill_tree(watched, procs)
             proc.wait()
             LIVE.discard(watched)
-            if box:
-                stopped = OOM if box.hit_memory_limit() and stopped != TIMEOUT else stopped
-                box.close()
+            stopped = OOM if groups.hit_memory_limit() and stopped != TIMEOUT else stopped
+            groups.close()
         return stopped, _tail(log), channel.text()
 
 
@@ -220,19 +183,19 @@ def stop_workers() -> None:
         kill_tree(watched)
 
 
-def _watch(proc: subprocess.Popen, watched: psutil.Process, kill_at: float, memory: int, box=None):
-    """Wait for the worker; (how it stopped, its tree when last listed).  In a sandbox
-    the cgroup also counts what the tree does not show (memfd, detached children)."""
+def _watch(proc: subprocess.Popen, watched: psutil.Process, kill_at: float, memory: int, groups: JobCgroups):
+    """Wait for the worker; (how it stopped, its tree when last listed).  The cgroup
+    also counts what the tree does not show (memfd, the page cache)."""
     procs, listed = [], 0.0
     while proc.poll() is None:
         if requested():
             raise Interrupted
         now = time.monotonic()
         if now - listed > LIST_EVERY:  # listing the tree scans /proc: not every poll
-            procs, listed = _tree(watched), now
+            procs, listed = tree(watched), now
         if now > kill_at:
             return TIMEOUT, procs
-        if _rss(procs) > memory or (box is not None and box.hit_memory_limit()):
+        if _rss(procs) > memory or groups.hit_memory_limit():
             return OOM, procs
         time.sleep(POLL)
     return "", procs

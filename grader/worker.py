@@ -35,12 +35,14 @@ from queue import Empty
 from typing import Any
 
 import nbval.kernel
+import psutil
 import pytest
 from jupyter_client.manager import KernelManager
 
 from . import expected_outputs
 from .probe_kernel import probe_source
 from .probe_runtime import shorten
+from .process_tree import kill_descendants
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 ARROW_LINE = re.compile(r"^\s*-*>\s*\d+\s(.*)$")
@@ -317,14 +319,23 @@ def kernels_on_unix_sockets() -> str:
     return folder
 
 
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+
+
 def seal(channel_fd: int) -> None:
     """Keep the channel to this process: closed on exec (jupyter_client starts the
     kernel with ``close_fds=False``), and this process not dumpable, so that the
     kernel's processes, of the same user, can neither open ``/proc/<worker>/fd`` nor
-    trace or read this process.  A kernel is dumpable again: exec resets it."""
+    trace or read this process.  A kernel is dumpable again: exec resets it.
+
+    And adopt what the kernel leaves behind: as a child subreaper, this process
+    becomes the parent of every orphan below it (a ``setsid`` or double-forked child),
+    so that its tree, which the supervisor watches and kills, holds them all."""
     os.set_inheritable(channel_fd, False)
-    PR_SET_DUMPABLE = 4
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def main(job_path: str, channel_fd: int, deadline: float = math.inf) -> int:
@@ -353,6 +364,7 @@ def main(job_path: str, channel_fd: int, deadline: float = math.inf) -> int:
         hook.write_summary(missing)
         with contextlib.suppress(OSError):  # the supervisor is gone
             channel.close()
+        kill_descendants(psutil.Process())  # the kernel has stopped: whatever is left was started by it
         print(*hook.notes, sep="\n")
     return 0
 
