@@ -83,11 +83,14 @@ def parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write what Gradescope, PrairieLearn or Canvas take")
     formats = export.add_subparsers(dest="format", required=True, metavar="{gradescope,prairielearn,canvas}")
     for name, out, what in (("gradescope", "autograder.zip", "an autograder zip"),
-                            ("prairielearn", "tied-grader", "a folder for serverFilesCourse")):
+                            ("prairielearn", "tied-prairielearn", "a course piece: question, entry point, image")):
         platform = formats.add_parser(name, help=what)
         platform.add_argument("chapter")
         platform.add_argument("--out", type=Path, default=Path(out))
         language(platform)
+        if name == "prairielearn":
+            platform.add_argument("--image", default="tied/grader",
+                                  help="the image's name on Docker Hub, for info.json (default tied/grader)")
     canvas = formats.add_parser("canvas", help="a gradebook import CSV")
     canvas.add_argument("--gradebook", type=Path, default=Path("gradebook"))
     canvas.add_argument("--out", type=Path, default=Path("canvas.csv"))
@@ -97,6 +100,7 @@ def parser() -> argparse.ArgumentParser:
         entry = sub.add_parser(name, help=f"grade ROOT/{inbox} into ROOT/results/results.json ({name}'s layout)")
         entry.add_argument("--root", type=Path, required=True)
         entry.add_argument("--chapter", required=True)
+        entry.add_argument("--timeout", type=float, default=None, help="seconds per notebook (default 120)")
         language(entry)
         secret(entry)
 
@@ -224,7 +228,7 @@ def run_export(args) -> int:
         elif args.format == "gradescope":
             platforms.export_gradescope(args.chapter, args.lang, args.out, source)
         else:
-            platforms.export_prairielearn(args.chapter, args.lang, args.out, source)
+            platforms.export_prairielearn(args.chapter, args.lang, args.out, source, args.image)
     except (OSError, ValueError, KeyError) as exc:
         print(f"grader export: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -237,7 +241,7 @@ def run_platform(args) -> int:
 
     run = platforms.run_gradescope if args.command == "gradescope" else platforms.run_prairielearn
     try:
-        return run(args.root, args.chapter, args.lang)
+        return run(args.root, args.chapter, args.lang, args.timeout)
     except Interrupted:
         return interrupted(text("common.interrupted", args.lang))
     except Exception as exc:

@@ -5,8 +5,11 @@
   ``/autograder/results/results.json`` (its "Autograder Specifications": a top-level
   ``score`` and ``tests``, each with ``name``, ``score``, ``max_score``, ``status``,
   ``output`` and ``visibility``).
-- **PrairieLearn**'s external grader runs one container per submission with the
-  student's files under ``/grade/student`` and reads ``/grade/results/results.json``
+- **PrairieLearn**'s external grader runs one container per submission, for a question
+  whose ``info.json`` enables it (``externalGradingOptions``: ``enabled``, ``image``,
+  ``serverFilesCourse``, the folders it copies to ``/grade/serverFilesCourse``,
+  ``entrypoint`` and ``timeout``, 30 s unless set, at most 600), with the student's
+  files under ``/grade/student``, and reads ``/grade/results/results.json``
   (``gradable``, ``score`` in [0, 1], ``message``, ``tests`` with ``points`` and
   ``max_points``).
 - **Canvas** imports a gradebook CSV with the columns ``Student``, ``ID``,
@@ -20,8 +23,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import stat
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
 import zipfile
 from pathlib import Path
 
@@ -140,7 +149,7 @@ def canvas_csv(entries: dict[str, dict], chapters: list[str], column) -> str:
 
 # ---------------------------------------------------------------- grading in a container
 
-def grade_folder(folder: Path, chapter: str, lang: str) -> dict:
+def grade_folder(folder: Path, chapter: str, lang: str, timeout: float | None = None) -> dict:
     """Grade the chapter's notebook found in ``folder``: ``report.as_dict``'s entry."""
     from . import disk_cache
     from .report import as_dict
@@ -150,20 +159,21 @@ def grade_folder(folder: Path, chapter: str, lang: str) -> dict:
     if notebook is None:
         return no_notebook(folder, lang)
     with disk_cache.compiled_programs() as compiled:
-        return as_dict(grade(notebook, Limits(jax_cache=compiled), chapter), lang)
+        limits = Limits(jax_cache=compiled) if timeout is None else Limits(timeout, jax_cache=compiled)
+        return as_dict(grade(notebook, limits, chapter), lang)
 
 
-def run_gradescope(root: Path, chapter: str, lang: str) -> int:
+def run_gradescope(root: Path, chapter: str, lang: str, timeout: float | None = None) -> int:
     """``run_autograder``: grade ``root/submission`` into ``root/results/results.json``."""
-    entry = grade_folder(root / "submission", chapter, lang)
+    entry = grade_folder(root / "submission", chapter, lang, timeout)
     (root / "results").mkdir(parents=True, exist_ok=True)
     write_atomic(root / "results" / "results.json", json.dumps(gradescope_results(entry, lang), ensure_ascii=False))
     return 0
 
 
-def run_prairielearn(root: Path, chapter: str, lang: str) -> int:
+def run_prairielearn(root: Path, chapter: str, lang: str, timeout: float | None = None) -> int:
     """The external grader's entry point: ``root/student`` into ``root/results/results.json``."""
-    entry = grade_folder(root / "student", chapter, lang)
+    entry = grade_folder(root / "student", chapter, lang, timeout)
     (root / "results").mkdir(parents=True, exist_ok=True)
     write_atomic(root / "results" / "results.json", json.dumps(prairielearn_results(entry, lang), ensure_ascii=False))
     return 0
@@ -183,10 +193,8 @@ python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install -c /autograder/source/tied/constraints.txt /autograder/source/tied
 """
 
-PRAIRIELEARN_IMAGE = """# The external grader's image: docker build -t <course>/tied-grader . (in this folder),
-# then name it in the question's info.json: "externalGradingOptions": {"image":
-# "<course>/tied-grader", "entrypoint": "/grade/serverFilesCourse/<this folder>/run.sh"}.
-FROM python:3.11-slim
+PRAIRIELEARN_IMAGE = """# The external grader's image (see README.md): docker build -t {image} image/
+FROM python:3.12-slim
 COPY tied /opt/tied
 RUN pip install --no-cache-dir -c /opt/tied/constraints.txt /opt/tied
 """
@@ -195,8 +203,58 @@ RUN_SCRIPT = """#!/usr/bin/env bash
 # {platform} runs this once per submission, in a fresh container.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")"{up} && pwd)"
-exec "{python}" -m grader {command} --root "{root}" --chapter {chapter} --lang {lang}
+exec "{python}" -m grader {command} --root "{root}" --chapter {chapter} --lang {lang}{extra}
 """
+
+PRAIRIELEARN_FOLDER = "tied-grader"  # in the course's serverFilesCourse
+PRAIRIELEARN_QUESTION = """<pl-question-panel>
+  <p>Upload your notebook <code>{chapter}.ipynb</code> from Tied's exercises.</p>
+</pl-question-panel>
+<pl-file-upload file-names="{chapter}.ipynb"></pl-file-upload>
+<pl-submission-panel>
+  <pl-external-grader-results></pl-external-grader-results>
+  <pl-file-preview></pl-file-preview>
+</pl-submission-panel>
+"""
+PRAIRIELEARN_README = """# Tied's grader for PrairieLearn: chapter {chapter}
+
+Copy the two folders into your course repository and build the image:
+
+- `serverFilesCourse/{folder}/` holds `run.sh`, the external grader's entry point;
+- `questions/{question}/` holds the question: `info.json` (external grading enabled)
+  and `question.html` (an upload of `{chapter}.ipynb` and the grader's results);
+- `image/` is the image's build context: `docker build -t {image} image/`, then push
+  it to Docker Hub under your course's name and put that name in `info.json`'s
+  `externalGradingOptions.image` (or export again with `--image`).
+
+PrairieLearn copies `serverFilesCourse/{folder}/` to `/grade/serverFilesCourse/{folder}/`
+and the student's file to `/grade/student/`, runs `run.sh`, and reads
+`/grade/results/results.json`.  The job's timeout is {timeout} s: a cold grade of the
+chapter's solution took {cold:.1f} s on the machine that exported this (no cache of
+references or compiled programs, as in a fresh container), times three, plus 30 s;
+the notebook itself gets {notebook_timeout} s, so that a student whose notebook runs
+too long reads why rather than a killed job.  Messages are in "{lang}".
+"""
+
+
+def cold_grade_seconds(chapter: str, source: Path) -> float:
+    """Seconds a cold ``grader check`` of the chapter's solution takes here, as in a fresh
+    container: an empty disk cache of references and no JAX compilation cache."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+        start = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "grader", "check", str(source / "solutions" / f"{chapter}.ipynb"),
+                               "--json"], env={**env, "TIED_CACHE_DIR": cache}, cwd=source, capture_output=True,
+                              text=True, timeout=600)
+        if done.returncode:
+            raise ValueError(f"the cold grade of the {chapter} solution failed: {done.stderr.strip()[-300:]}")
+        return time.monotonic() - start
+
+
+def prairielearn_timeout(cold: float) -> int:
+    """The job's timeout from a cold grade: three times as long, plus 30 s, at most
+    PrairieLearn's 600 s."""
+    return min(600, math.ceil(3 * cold) + 30)
 
 
 def source_files(source: Path) -> list[tuple[Path, str]]:
@@ -216,7 +274,7 @@ def _executable(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
 def export_gradescope(chapter: str, lang: str, out: Path, source: Path) -> Path:
     """An autograder zip: ``setup.sh`` and ``run_autograder`` at its root, the package in ``tied/``."""
     run = RUN_SCRIPT.format(platform="Gradescope", up="", python="$ROOT/venv/bin/python", command="gradescope",
-                            root="$ROOT", chapter=chapter, lang=lang)
+                            root="$ROOT", chapter=chapter, lang=lang, extra="")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(_executable(zipfile.ZipInfo("setup.sh")), GRADESCOPE_SETUP)
@@ -227,17 +285,49 @@ def export_gradescope(chapter: str, lang: str, out: Path, source: Path) -> Path:
     return out
 
 
-def export_prairielearn(chapter: str, lang: str, out: Path, source: Path) -> Path:
-    """A folder for the course's ``serverFilesCourse``: ``run.sh`` (the external grader's
-    entry point, in an image with this package installed) and the package in ``tied/``."""
+def export_prairielearn(chapter: str, lang: str, out: Path, source: Path, image: str,
+                        cold: float | None = None) -> Path:
+    """A ready course piece (``PRAIRIELEARN_README`` says what goes where): the question
+    with external grading enabled, the entry point for ``serverFilesCourse``, the
+    image's build context, and a README for the course staff.  ``cold`` is a cold
+    grade's seconds, measured here when not given."""
+    cold = cold_grade_seconds(chapter, source) if cold is None else cold
+    timeout = prairielearn_timeout(cold)
+    question = f"tied-{chapter}"
+    server = out / "serverFilesCourse" / PRAIRIELEARN_FOLDER
     run = RUN_SCRIPT.format(platform="PrairieLearn", up="/../..", python="python3", command="prairielearn",
-                            root="$ROOT", chapter=chapter, lang=lang)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "run.sh").write_text(run, encoding="utf-8")
-    os.chmod(out / "run.sh", 0o755)
-    (out / "Dockerfile").write_text(PRAIRIELEARN_IMAGE, encoding="utf-8")
+                            root="$ROOT", chapter=chapter, lang=lang, extra=f" --timeout {timeout - 15}")
+    info = {
+        "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"tied-book/{chapter}")),
+        "title": f"Tied: {chapter}",
+        "topic": "Tied",
+        "tags": ["tied"],
+        "type": "v3",
+        "gradingMethod": "External",
+        "singleVariant": True,
+        "externalGradingOptions": {
+            "enabled": True,
+            "image": image,
+            "serverFilesCourse": [f"{PRAIRIELEARN_FOLDER}/"],
+            "entrypoint": f"/grade/serverFilesCourse/{PRAIRIELEARN_FOLDER}/run.sh",
+            "timeout": timeout,
+        },
+    }
+    files = {
+        server / "run.sh": run,
+        out / "questions" / question / "info.json": json.dumps(info, indent=2) + "\n",
+        out / "questions" / question / "question.html": PRAIRIELEARN_QUESTION.format(chapter=chapter),
+        out / "image" / "Dockerfile": PRAIRIELEARN_IMAGE.format(image=image),
+        out / "README.md": PRAIRIELEARN_README.format(
+            chapter=chapter, folder=PRAIRIELEARN_FOLDER, question=question, image=image, timeout=timeout,
+            cold=cold, notebook_timeout=timeout - 15, lang=lang),
+    }
+    for path, content in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+    os.chmod(server / "run.sh", 0o755)
     for path, name in source_files(source):
-        target = out / "tied" / name
+        target = out / "image" / "tied" / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(path.read_bytes())
     return out

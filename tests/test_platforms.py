@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -135,13 +136,45 @@ def test_gradescope_and_prairielearn_results_for_wrong_and_missing_files(tmp_pat
         assert all("sin implementar" in (t.get("output") or t.get("message")) for t in results["tests"][1:])
 
 
-def test_prairielearn_export_holds_its_entry_point_and_image(tmp_path):
-    out = tmp_path / "tied-grader"
-    done = grader("export", "prairielearn", CHAPTER, "--out", str(out))
+def grade_as_prairielearn_does(piece: Path, question: str, student_file: Path,
+                               grade: Path) -> subprocess.CompletedProcess:
+    """Lay out ``grade`` (standing for /grade) from the question's info.json alone, as
+    PrairieLearn's docs describe it, and run the entry point with the image's Python
+    (this environment, where the package is installed as the image installs it)."""
+    options = json.loads((piece / "questions" / question / "info.json").read_text())["externalGradingOptions"]
+    for entry in options["serverFilesCourse"]:
+        shutil.copytree(piece / "serverFilesCourse" / entry, grade / "serverFilesCourse" / entry)
+    if (piece / "questions" / question / "tests").is_dir():
+        shutil.copytree(piece / "questions" / question / "tests", grade / "tests")
+    (grade / "student").mkdir()
+    shutil.copy(student_file, grade / "student" / f"{CHAPTER}.ipynb")
+    (grade / "data").mkdir()
+    (grade / "data" / "data.json").write_text("{}")
+    entrypoint = Path(str(grade) + options["entrypoint"].removeprefix("/grade"))
+    entrypoint.chmod(0o755)  # PrairieLearn does chmod +x on an entry point under /grade
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run([str(entrypoint)], capture_output=True, text=True, env=env, timeout=options["timeout"])
+
+
+def test_the_prairielearn_piece_grades_from_its_own_info_json(tmp_path):
+    piece = tmp_path / "piece"
+    done = grader("export", "prairielearn", CHAPTER, "--out", str(piece), "--image", "course/tied", "--lang", "es")
     assert done.returncode == 0, done.stderr
-    assert os.access(out / "run.sh", os.X_OK) and "prairielearn" in (out / "run.sh").read_text()
-    assert "pip install" in (out / "Dockerfile").read_text()
-    assert (out / "tied" / "grader" / "cli.py").is_file()
+    question = f"tied-{CHAPTER}"
+    options = json.loads((piece / "questions" / question / "info.json").read_text())["externalGradingOptions"]
+    assert options["enabled"] is True and options["image"] == "course/tied"
+    assert 30 < options["timeout"] <= 600  # measured from a cold grade, with margin
+    assert "pip install" in (piece / "image" / "Dockerfile").read_text()
+    assert (piece / "image" / "tied" / "grader" / "cli.py").is_file()
+    assert f'file-names="{CHAPTER}.ipynb"' in (piece / "questions" / question / "question.html").read_text()
+    assert str(options["timeout"]) in (piece / "README.md").read_text()
+    for folder, score in (("solutions", 1.0), ("exercises", 0.0)):
+        grade = tmp_path / folder / "grade"
+        ran = grade_as_prairielearn_does(piece, question, ROOT / folder / f"{CHAPTER}.ipynb", grade)
+        assert ran.returncode == 0, ran.stderr
+        results = json.loads((grade / "results" / "results.json").read_text())
+        jsonschema.validate(results, schema("prairielearn_results"))
+        assert results["score"] == score and results["gradable"] is True
 
 
 def test_the_class_report_is_one_offline_page(single_run, tmp_path):
