@@ -95,6 +95,8 @@ def parser() -> argparse.ArgumentParser:
     canvas.add_argument("--gradebook", type=Path, default=Path("gradebook"))
     canvas.add_argument("--out", type=Path, default=Path("canvas.csv"))
     canvas.add_argument("--column", default="Tied {chapter}", help="assignment column name (default 'Tied {chapter}')")
+    canvas.add_argument("--roster", type=Path, help="the course's Canvas gradebook export (CSV), to match students")
+    language(canvas)
 
     for name, inbox in (("gradescope", "submission"), ("prairielearn", "student")):
         entry = sub.add_parser(name, help=f"grade ROOT/{inbox} into ROOT/results/results.json ({name}'s layout)")
@@ -221,7 +223,15 @@ def run_export(args) -> int:
         if args.format == "canvas":
             entries = load(args.gradebook)
             names = sorted({e["chapter"] for e in entries.values() if "error" not in e})
-            write_atomic(args.out, platforms.canvas_csv(entries, names, lambda c: args.column.format(chapter=c)))
+            roster = platforms.read_roster(args.roster) if args.roster else None
+            table, unmatched, absent = platforms.canvas_csv(entries, names, lambda c: args.column.format(chapter=c),
+                                                            roster)
+            write_atomic(args.out, table)
+            if roster is None:
+                print(text("ui.canvas_no_roster", args.lang), file=sys.stderr)
+            for key, names in (("ui.canvas_unmatched", unmatched), ("ui.canvas_absent", absent)):
+                if names:
+                    print(text(key, args.lang, names=", ".join(names)), file=sys.stderr)
         elif args.chapter not in chapters():
             print(f"grader export: no chapter {args.chapter!r} (known: {', '.join(chapters())})", file=sys.stderr)
             return EXIT_USAGE

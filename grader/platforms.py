@@ -129,22 +129,65 @@ def find_submission(folder: Path, chapter: str) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-def canvas_csv(entries: dict[str, dict], chapters: list[str], column) -> str:
-    """A Canvas gradebook import: one row per student, one column per chapter
-    (``column(chapter)`` names it as the course's assignment), a chapter's best score."""
+def best_scores(entries: dict[str, dict], chapters: list[str]) -> dict[str, dict[str, int]]:
+    """Each submission folder's best score per chapter (a folder with no graded
+    notebook is there, with no score)."""
     scores: dict[str, dict[str, int]] = {}
     for entry in entries.values():
-        if "error" in entry or entry.get("chapter") not in chapters:
-            scores.setdefault(entry["student"], {})
-            continue
         best = scores.setdefault(entry["student"], {})
-        best[entry["chapter"]] = max(best.get(entry["chapter"], 0), entry["points"])
+        if "error" not in entry and entry.get("chapter") in chapters:
+            best[entry["chapter"]] = max(best.get(entry["chapter"], 0), entry["points"])
+    return scores
+
+
+def read_roster(path: Path) -> list[dict[str, str]]:
+    """The students of a Canvas gradebook export (its own "Points Possible" row left
+    out); a ValueError names the columns it lacks."""
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in CANVAS_FIXED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: not a Canvas gradebook export (no column {', '.join(missing)})")
+        return [row for row in reader if row["Student"].strip() not in ("", "Points Possible")]
+
+
+def roster_match(scores: dict[str, dict[str, int]], roster: list[dict[str, str]]):
+    """Each roster row's submission folder, matched by SIS login or SIS user id
+    (case ignored); the folders no row claims; the rows without a folder."""
+    folders = {name.casefold(): name for name in scores}
+    matched = []
+    for row in roster:
+        keys = [row[k].strip().casefold() for k in ("SIS Login ID", "SIS User ID") if row[k].strip()]
+        matched.append((row, next((folders[k] for k in keys if k in folders), None)))
+    claimed = {folder for _, folder in matched}
+    return (matched, sorted(set(scores) - claimed),
+            [row["Student"] for row, folder in matched if folder is None])
+
+
+def canvas_csv(entries: dict[str, dict], chapters: list[str], column, roster: list[dict] | None = None):
+    """A Canvas gradebook import: the fixed columns, one column per chapter
+    (``column(chapter)`` names it as the course's assignment), a "Points Possible" row,
+    then one row per student with the chapter's best score.  With a ``roster`` (the
+    course's gradebook export) its rows are the students, filled in from their folders;
+    without one, each folder is a student named after it.  Returns the CSV text, the
+    folders no roster row claims and the students without a submission (their cells
+    are left empty: Canvas then changes nothing)."""
+    scores = best_scores(entries, chapters)
+    possible = {}
+    for entry in entries.values():
+        if "error" not in entry and entry.get("chapter") in chapters:
+            possible[entry["chapter"]] = entry["max_points"]
+    if roster is None:
+        roster = [{"Student": s, "ID": "", "SIS User ID": "", "SIS Login ID": s, "Section": ""} for s in sorted(scores)]
+    matched, unmatched, absent = roster_match(scores, roster)
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow([*CANVAS_FIXED, *(column(c) for c in chapters)])
-    for student in sorted(scores):
-        writer.writerow([student, "", "", student, "", *(scores[student].get(c, 0) for c in chapters)])
-    return buf.getvalue()
+    writer.writerow(["Points Possible", "", "", "", "", *(possible.get(c, "") for c in chapters)])
+    for row, folder in matched:
+        cells = [scores[folder].get(c, 0) if folder is not None else "" for c in chapters]
+        writer.writerow([*(row[k] for k in CANVAS_FIXED), *cells])
+    return buf.getvalue(), unmatched, absent
 
 
 # ---------------------------------------------------------------- grading in a container

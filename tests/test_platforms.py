@@ -78,16 +78,61 @@ def test_a_shard_that_names_no_share_is_a_usage_error(bad, tmp_path):
     assert done.returncode == 2 and "--shard" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_canvas_csv_has_one_row_per_student(single_run, tmp_path):
-    out = tmp_path / "canvas.csv"
-    done = grader("export", "canvas", "--gradebook", str(single_run), "--out", str(out))
-    assert done.returncode == 0, done.stderr
-    rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert [r["Student"] for r in rows] == ["ana", "bo", "chen", "dara"]
+def canvas_rows(path: Path) -> tuple[dict, list[dict]]:
+    """The Points Possible row and the students' rows, each validated."""
+    rows = list(csv.DictReader(io.StringIO(path.read_text())))
     for row in rows:
         jsonschema.validate(row, schema("canvas_gradebook"))
+    assert rows[0]["Student"] == "Points Possible"
+    return rows[0], rows[1:]
+
+
+def test_canvas_csv_without_a_roster_has_one_row_per_folder_and_says_so(single_run, tmp_path):
+    out = tmp_path / "canvas.csv"
+    done = grader("export", "canvas", "--gradebook", str(single_run), "--out", str(out), "--lang", "en")
+    assert done.returncode == 0, done.stderr
+    assert "--roster" in done.stderr  # the warning
+    possible, rows = canvas_rows(out)
+    assert [r["Student"] for r in rows] == ["ana", "bo", "chen", "dara"]
     column = next(c for c in rows[0] if CHAPTER in c)
-    assert [float(r[column]) for r in rows][1::2] == [0, 0] and float(rows[0][column]) > 0
+    assert [float(r[column]) for r in rows][1::2] == [0, 0] and float(rows[0][column]) == float(possible[column]) > 0
+
+
+ROSTER = [  # as Canvas exports a gradebook, with its own Points Possible row
+    {"Student": "    Points Possible", "ID": "", "SIS User ID": "", "SIS Login ID": "", "Section": ""},
+    {"Student": "Ana Pérez", "ID": "101", "SIS User ID": "s-101", "SIS Login ID": "ANA", "Section": "A"},
+    {"Student": "Bo Kim", "ID": "102", "SIS User ID": "s-102", "SIS Login ID": "bo", "Section": "A"},
+    {"Student": "Chen Li", "ID": "103", "SIS User ID": "chen", "SIS Login ID": "cli", "Section": "B"},
+    {"Student": "Eve Moreau", "ID": "105", "SIS User ID": "s-105", "SIS Login ID": "eve", "Section": "B"},
+]
+
+
+def test_canvas_export_round_trips_a_roster(single_run, tmp_path):
+    roster = tmp_path / "roster.csv"
+    with open(roster, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=[*ROSTER[0], "Homework 1 (555)"])
+        writer.writeheader()
+        writer.writerows({**row, "Homework 1 (555)": ""} for row in ROSTER)
+    out = tmp_path / "canvas.csv"
+    done = grader("export", "canvas", "--gradebook", str(single_run), "--roster", str(roster), "--out", str(out),
+                  "--column", "Homework 4 (777)", "--lang", "en")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2 and "dara" in lines[0] and "Eve Moreau" in lines[1], done.stderr
+    possible, rows = canvas_rows(out)
+    assert list(possible) == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Homework 4 (777)"]
+    assert [{k: r[k] for k in ROSTER[0]} for r in rows] == ROSTER[1:]  # every roster row, as it was
+    scores = [r["Homework 4 (777)"] for r in rows]
+    assert float(scores[0]) == float(scores[2]) == float(possible["Homework 4 (777)"]) > 0  # by login, by SIS id
+    assert float(scores[1]) == 0 and scores[3] == ""  # a stub; no submission
+
+
+def test_a_roster_that_is_not_a_canvas_export_is_a_usage_error(single_run, tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("name,email\nAna,ana@example.org\n")
+    done = grader("export", "canvas", "--gradebook", str(single_run), "--roster", str(roster),
+                  "--out", str(tmp_path / "canvas.csv"))
+    assert done.returncode == 2 and "SIS Login ID" in done.stderr and done.stderr.count("\n") == 1
 
 
 def test_the_gradescope_autograder_runs_as_gradescope_lays_it_out(tmp_path):
