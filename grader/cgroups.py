@@ -63,6 +63,12 @@ class JobCgroups:
         enter = "; ".join(f'echo $$ > "{group}/cgroup.procs"' for group in self.groups.values())
         return ["/bin/sh", "-c", f'{enter} && exec "$@"', "sh", *argv]
 
+    def give_to(self, uid: int) -> None:
+        """Let a process of user ``uid`` enter the cgroups itself (``enter``'s shell
+        runs as that user when the worker does)."""
+        for group in self.groups.values():
+            os.chown(group / "cgroup.procs", uid, -1)
+
     def hit_memory_limit(self) -> bool:
         """Whether the job reached its memory limit: the kernel's OOM killer struck in its
         cgroup, or its peak usage touched the limit."""

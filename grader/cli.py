@@ -88,6 +88,9 @@ def parser() -> argparse.ArgumentParser:
         platform.add_argument("chapter")
         platform.add_argument("--out", type=Path, default=Path(out))
         language(platform)
+        if name == "gradescope":
+            platform.add_argument("--secret", type=Path, dest="export_secret",
+                                  help="the teacher's secret file, for the hidden cases (only the grader reads it)")
         if name == "prairielearn":
             platform.add_argument("--image", default="tied/grader",
                                   help="the image's name on Docker Hub, for info.json (default tied/grader)")
@@ -103,6 +106,7 @@ def parser() -> argparse.ArgumentParser:
         entry.add_argument("--root", type=Path, required=True)
         entry.add_argument("--chapter", required=True)
         entry.add_argument("--timeout", type=float, default=None, help="seconds per notebook (default 120)")
+        entry.add_argument("--user", default="", help="run the notebook as this unprivileged user (the grader as root)")
         language(entry)
         secret(entry)
 
@@ -236,7 +240,10 @@ def run_export(args) -> int:
             print(f"grader export: no chapter {args.chapter!r} (known: {', '.join(chapters())})", file=sys.stderr)
             return EXIT_USAGE
         elif args.format == "gradescope":
-            platforms.export_gradescope(args.chapter, args.lang, args.out, source)
+            secret = args.export_secret.read_bytes().strip() if args.export_secret else None
+            if secret == b"":
+                raise ValueError(f"--secret {args.export_secret}: the file is empty")
+            platforms.export_gradescope(args.chapter, args.lang, args.out, source, secret)
         else:
             platforms.export_prairielearn(args.chapter, args.lang, args.out, source, args.image)
     except (OSError, ValueError, KeyError) as exc:
@@ -250,8 +257,11 @@ def run_platform(args) -> int:
     from . import platforms
 
     run = platforms.run_gradescope if args.command == "gradescope" else platforms.run_prairielearn
+    if args.user and os.geteuid() != 0:
+        print(f"--user {args.user}: the grader must run as root to run notebooks as another user", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        return run(args.root, args.chapter, args.lang, args.timeout)
+        return run(args.root, args.chapter, args.lang, args.timeout, args.user)
     except Interrupted:
         return interrupted(text("common.interrupted", args.lang))
     except Exception as exc:

@@ -32,9 +32,11 @@ import tempfile
 import time
 import uuid
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 from .atomic import write_atomic
+from .grading_requirements import requirements
 from .i18n import render, text
 from .registry import Finding
 
@@ -192,8 +194,9 @@ def canvas_csv(entries: dict[str, dict], chapters: list[str], column, roster: li
 
 # ---------------------------------------------------------------- grading in a container
 
-def grade_folder(folder: Path, chapter: str, lang: str, timeout: float | None = None) -> dict:
-    """Grade the chapter's notebook found in ``folder``: ``report.as_dict``'s entry."""
+def grade_folder(folder: Path, chapter: str, lang: str, timeout: float | None = None, user: str = "") -> dict:
+    """Grade the chapter's notebook found in ``folder``: ``report.as_dict``'s entry; the
+    notebook runs as ``user`` when one is named."""
     from . import disk_cache
     from .report import as_dict
     from .runner import Limits, grade
@@ -202,21 +205,22 @@ def grade_folder(folder: Path, chapter: str, lang: str, timeout: float | None = 
     if notebook is None:
         return no_notebook(folder, lang)
     with disk_cache.compiled_programs() as compiled:
-        limits = Limits(jax_cache=compiled) if timeout is None else Limits(timeout, jax_cache=compiled)
+        limits = Limits(jax_cache=compiled, user=user)
+        limits = limits if timeout is None else replace(limits, timeout=timeout)
         return as_dict(grade(notebook, limits, chapter), lang)
 
 
-def run_gradescope(root: Path, chapter: str, lang: str, timeout: float | None = None) -> int:
+def run_gradescope(root: Path, chapter: str, lang: str, timeout: float | None = None, user: str = "") -> int:
     """``run_autograder``: grade ``root/submission`` into ``root/results/results.json``."""
-    entry = grade_folder(root / "submission", chapter, lang, timeout)
+    entry = grade_folder(root / "submission", chapter, lang, timeout, user)
     (root / "results").mkdir(parents=True, exist_ok=True)
     write_atomic(root / "results" / "results.json", json.dumps(gradescope_results(entry, lang), ensure_ascii=False))
     return 0
 
 
-def run_prairielearn(root: Path, chapter: str, lang: str, timeout: float | None = None) -> int:
+def run_prairielearn(root: Path, chapter: str, lang: str, timeout: float | None = None, user: str = "") -> int:
     """The external grader's entry point: ``root/student`` into ``root/results/results.json``."""
-    entry = grade_folder(root / "student", chapter, lang, timeout)
+    entry = grade_folder(root / "student", chapter, lang, timeout, user)
     (root / "results").mkdir(parents=True, exist_ok=True)
     write_atomic(root / "results" / "results.json", json.dumps(prairielearn_results(entry, lang), ensure_ascii=False))
     return 0
@@ -226,21 +230,69 @@ def run_prairielearn(root: Path, chapter: str, lang: str, timeout: float | None 
 
 SOURCE_FILES = ("pyproject.toml", "constraints.txt", "README.md")
 
+CPU_WHEELS = "https://download.pytorch.org/whl/cpu"  # PyTorch's own index of CPU-only wheels
+
 GRADESCOPE_SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder image (choose the Ubuntu
-# 24.04 base image: Python 3.12).  It installs Tied's grader at the tested versions.
+# 24.04 base image: Python 3.12).  It installs only what grading {chapter} needs, at the
+# tested versions, then locks the image down (lock_down.sh).
 set -euo pipefail
 apt-get update
-apt-get install -y python3 python3-venv python3-pip
+apt-get install -y --no-install-recommends python3 python3-venv
 python3 -m venv /autograder/venv
-/autograder/venv/bin/pip install -c /autograder/source/tied/constraints.txt /autograder/source/tied
+{install}
+bash /autograder/source/lock_down.sh /autograder
+"""
+
+# Run as root after the install, with the autograder's root as its argument: the student's
+# notebook will run as an unprivileged user (run_autograder), who must not read the
+# secret, the references (the chapter modules, in the source and in the installed
+# package) or the grader's caches, nor write the results or the installed grader.
+LOCK_DOWN = """#!/usr/bin/env bash
+set -euo pipefail
+ROOT="$1"
+if [ -f "$ROOT/source/secret" ]; then
+  install -m 600 "$ROOT/source/secret" "$ROOT/secret"
+  rm -f "$ROOT/source/secret"
+fi
+chmod -R go-rwx "$ROOT/source"
+find "$ROOT/venv/" -path '*/site-packages/grader/chapters/*.py' ! -name '*_probe.py' ! -name '__init__.py' \\
+  -exec chmod 600 {} +
+mkdir -p "$ROOT/results"
+chmod 755 "$ROOT/results"
+"""
+
+GRADESCOPE_RUN = """#!/usr/bin/env bash
+# Gradescope runs this once per submission, in a fresh container, as root.  The grader
+# stays root; the notebook runs as an unprivileged user, made here if need be.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")" && pwd)"
+STUDENT="${{TIED_STUDENT_USER:-student}}"
+id -u "$STUDENT" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$STUDENT"
+SECRET=()
+if [ -f "$ROOT/secret" ]; then SECRET=(--secret "$ROOT/secret"); fi
+mkdir -p "$ROOT/results"
+chmod 755 "$ROOT/results"
+exec "$ROOT/venv/bin/python" -m grader gradescope --root "$ROOT" --chapter {chapter} --lang {lang} \\
+  --user "$STUDENT" ${{SECRET[@]+"${{SECRET[@]}}"}}
 """
 
 PRAIRIELEARN_IMAGE = """# The external grader's image (see README.md): docker build -t {image} image/
+# Only what grading {chapter} needs, at the tested versions.
 FROM python:3.12-slim
 COPY tied /opt/tied
-RUN pip install --no-cache-dir -c /opt/tied/constraints.txt /opt/tied
+{install}
 """
+
+
+def install_commands(chapter: str, source: Path, pip: str, package: str) -> list[str]:
+    """The pip commands that install what grading ``chapter`` needs (torch from
+    PyTorch's CPU wheel index), then the package itself without its dependencies."""
+    pypi, cpu_index = requirements(chapter, source)
+    constrained = f"{pip} install --no-cache-dir -c {package}/constraints.txt"
+    commands = [f"{constrained} --index-url {CPU_WHEELS} {' '.join(cpu_index)}"] if cpu_index else []
+    quoted = " ".join(f"'{r}'" if "<" in r else r for r in pypi)
+    return commands + [f"{constrained} {quoted}", f"{pip} install --no-cache-dir --no-deps {package}"]
 
 RUN_SCRIPT = """#!/usr/bin/env bash
 # {platform} runs this once per submission, in a fresh container.
@@ -314,14 +366,19 @@ def _executable(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
     return info
 
 
-def export_gradescope(chapter: str, lang: str, out: Path, source: Path) -> Path:
-    """An autograder zip: ``setup.sh`` and ``run_autograder`` at its root, the package in ``tied/``."""
-    run = RUN_SCRIPT.format(platform="Gradescope", up="", python="$ROOT/venv/bin/python", command="gradescope",
-                            root="$ROOT", chapter=chapter, lang=lang, extra="")
+def export_gradescope(chapter: str, lang: str, out: Path, source: Path, secret: bytes | None = None) -> Path:
+    """An autograder zip: ``setup.sh``, ``lock_down.sh`` and ``run_autograder`` at its
+    root, the package in ``tied/``, and the teacher's ``secret`` when given (setup moves
+    it where only root reads it)."""
+    install = install_commands(chapter, source, "/autograder/venv/bin/pip", "/autograder/source/tied")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(_executable(zipfile.ZipInfo("setup.sh")), GRADESCOPE_SETUP)
-        z.writestr(_executable(zipfile.ZipInfo("run_autograder")), run)
+        z.writestr(_executable(zipfile.ZipInfo("setup.sh")),
+                   GRADESCOPE_SETUP.format(chapter=chapter, install="\n".join(install)))
+        z.writestr(_executable(zipfile.ZipInfo("lock_down.sh")), LOCK_DOWN)
+        z.writestr(_executable(zipfile.ZipInfo("run_autograder")), GRADESCOPE_RUN.format(chapter=chapter, lang=lang))
+        if secret is not None:
+            z.writestr("secret", secret)
         for path, name in source_files(source):
             z.write(path, f"tied/{name}")
     write_atomic(out, buf.getvalue())
@@ -360,7 +417,8 @@ def export_prairielearn(chapter: str, lang: str, out: Path, source: Path, image:
         server / "run.sh": run,
         out / "questions" / question / "info.json": json.dumps(info, indent=2) + "\n",
         out / "questions" / question / "question.html": PRAIRIELEARN_QUESTION.format(chapter=chapter),
-        out / "image" / "Dockerfile": PRAIRIELEARN_IMAGE.format(image=image),
+        out / "image" / "Dockerfile": PRAIRIELEARN_IMAGE.format(image=image, chapter=chapter, install="\n".join(
+            f"RUN {command}" for command in install_commands(chapter, source, "pip", "/opt/tied"))),
         out / "README.md": PRAIRIELEARN_README.format(
             chapter=chapter, folder=PRAIRIELEARN_FOLDER, question=question, image=image, timeout=timeout,
             cold=cold, notebook_timeout=timeout - 15, lang=lang),

@@ -13,6 +13,7 @@ for that one worker: the only verdict input, and nothing the kernel starts holds
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,7 @@ class Limits:
     threads: int = 0  # CPU threads the kernel may use; 0 leaves the libraries' default
     jax_cache: str = ""  # a folder where the kernels keep compiled JAX programs
     sandbox: bool = False  # each worker in its own namespaces (grader.sandbox)
+    user: str = ""  # run the worker and its kernel as this user (the grader runs as root)
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -140,6 +142,7 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
     deadline = time.monotonic() + limits.timeout
     box = Sandbox(Path(job["path"]).parent, env) if limits.sandbox else None
     groups = JobCgroups(limits.memory)
+    owner = hand_over(Path(job["path"]).parent, env, groups, limits.user) if limits.user else {}
     with tempfile.TemporaryFile() as log:  # out of the kernel's reach, unlike the job's folder
         with _LAUNCH:
             if requested():
@@ -151,6 +154,7 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
                     groups.enter(box.argv(command, Path(job["notebook"]).parent) if box else command),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                     env=box.env if box else env, cwd=Path(job["notebook"]).parent, pass_fds=(channel.write_fd,),
+                    **owner,
                 )
             except BaseException:
                 groups.close()
@@ -172,6 +176,22 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
             stopped = OOM if groups.hit_memory_limit() and stopped != TIMEOUT else stopped
             groups.close()
         return stopped, _tail(log), channel.text()
+
+
+def hand_over(job_dir: Path, env: dict[str, str], groups: JobCgroups, user: str) -> dict:
+    """Make the job's folder and cgroups the unprivileged ``user``'s, give it a home in
+    the job's folder and no JAX cache of the grader's; the ``Popen`` arguments that
+    start the worker as that user, with no other group."""
+    entry = pwd.getpwnam(user)
+    home = job_dir / "home"
+    home.mkdir()
+    for folder, _, files in os.walk(job_dir):
+        for path in [folder, *(os.path.join(folder, f) for f in files)]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+    groups.give_to(entry.pw_uid)
+    env.update(HOME=str(home), USER=user, LOGNAME=user)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
 def stop_workers() -> None:
