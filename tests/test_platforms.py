@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 
 from conftest import grader
 from notebooks import ROOT
@@ -68,6 +69,62 @@ def test_shards_merge_into_the_gradebook_of_a_single_run(small_class, single_run
     # Overlapping shards are refused with one line.
     again = grader("merge", str(tmp_path / "twice"), str(shards[0]), str(shards[0]))
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "Traceback" not in again.stderr
+
+
+CLUSTER = ROOT / "docs" / "cluster"
+
+
+def points(gradebook: Path) -> dict[str, int]:
+    entries = json.loads((gradebook / "gradebook.json").read_text())["submissions"]
+    return {e["student"]: e["points"] for e in entries.values()}
+
+
+def cluster_env(tmp_path: Path, small_class: Path) -> dict[str, str]:
+    """Where the scripts find the class, the secret and the grader, and put the shards."""
+    (tmp_path / "teacher.key").write_text("a teacher's secret\n")
+    return {**os.environ, "CLASS": str(small_class), "SECRET": str(tmp_path / "teacher.key"),
+            "SHARDS": str(tmp_path / "shards"), "GRADEBOOK": str(tmp_path / "gradebook"), "GRADE_LANG": "es",
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "GRADER": "grader"}
+
+
+def test_the_slurm_array_grades_and_merges_as_one_run(small_class, single_run, tmp_path):
+    """Each task as Slurm starts it (its id and the array's size in the environment),
+    then the merge."""
+    env = cluster_env(tmp_path, small_class)
+    for k in (1, 2):
+        task = {**env, "SLURM_ARRAY_TASK_ID": str(k), "SLURM_ARRAY_TASK_COUNT": "2", "SLURM_CPUS_PER_TASK": "1"}
+        done = subprocess.run(["bash", str(CLUSTER / "grade.slurm")], env=task, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+    done = subprocess.run(["bash", str(CLUSTER / "merge.slurm")], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert points(tmp_path / "gradebook") == points(single_run)
+
+
+def test_the_kubernetes_indexed_job_grades_and_merges_as_one_run(small_class, single_run, tmp_path):
+    """Each pod's command, as the indexed Job runs it (JOB_COMPLETION_INDEX from 0), with
+    the manifest's environment pointed at this machine's folders, then the merge Job's."""
+    grade, merge = yaml.safe_load_all((CLUSTER / "grade-jobs.yaml").read_text())
+    assert grade["spec"]["completionMode"] == "Indexed"
+    ours = cluster_env(tmp_path, small_class)
+
+    def run(job: dict, **extra) -> subprocess.CompletedProcess:
+        container = job["spec"]["template"]["spec"]["containers"][0]
+        env = {**{e["name"]: e["value"] for e in container["env"]}, **extra}
+        env.update({k: ours[k] for k in env if k in ("CLASS", "SECRET", "SHARDS", "GRADEBOOK")})
+        return subprocess.run([*container["command"], *container["args"]], env={**ours, **env}, capture_output=True,
+                              text=True, timeout=600)
+
+    count = grade["spec"]["completions"]
+    shard_count = next(e["value"] for e in grade["spec"]["template"]["spec"]["containers"][0]["env"]
+                       if e["name"] == "SHARD_COUNT")
+    assert int(shard_count) == count
+    for index in range(count):  # 8 shares of 4 students: some are empty
+        done = run(grade, JOB_COMPLETION_INDEX=str(index), GRADE_LANG="es")
+        assert done.returncode == 0, done.stderr
+    done = run(merge, GRADE_LANG="es")
+    assert done.returncode == 0, done.stderr
+    assert points(tmp_path / "gradebook") == points(single_run)
 
 
 @pytest.mark.parametrize("bad", ["0/2", "3/2", "1/0", "x", "1/2/3"])
