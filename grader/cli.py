@@ -1,4 +1,4 @@
-"""Command line: ``grader check``, ``grade``, ``merge``, ``report``, ``export``,
+"""Command line: ``grader check``, ``grade``, ``merge``, ``report``, ``feedback``, ``export``,
 ``release``, and the platforms' entry points ``gradescope`` and ``prairielearn``.
 
 Exit codes: 0 when every item passes, 1 when any fails, 2 for usage errors and
@@ -37,7 +37,7 @@ def positive(kind):
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="grader", description="Grade Tied exercise notebooks.")
     sub = top.add_subparsers(dest="command", required=True,
-                             metavar="{check,grade,merge,report,export,release,gradescope,prairielearn}")
+                             metavar="{check,grade,merge,report,feedback,export,release,gradescope,prairielearn}")
 
     def language(p):
         p.add_argument("--lang", choices=LANGUAGES, default=None, help="message language (default: from the locale)")
@@ -79,6 +79,14 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("gradebook", type=Path, help="folder of gradebook.json")
     report.add_argument("--out", type=Path, default=Path("report.html"))
     language(report)
+
+    feedback = sub.add_parser("feedback", help="write one offline HTML page of feedback per student")
+    feedback.add_argument("gradebook", type=Path, help="folder of gradebook.json")
+    feedback.add_argument("--out", type=Path, default=Path("feedback"))
+    feedback.add_argument("--lang", choices=LANGUAGES, default=None, dest="page_lang",
+                          help="the pages' language (default: the gradebook's)")
+    feedback.add_argument("--book", default=(Path(__file__).resolve().parent.parent / "_build" / "html").as_uri(),
+                          help="where the rendered book is, for the links (default: this checkout's build)")
 
     export = sub.add_parser("export", help="write what Gradescope, PrairieLearn or Canvas take")
     formats = export.add_subparsers(dest="format", required=True, metavar="{gradescope,prairielearn,canvas}")
@@ -216,6 +224,20 @@ def run_report(args) -> int:
     return EXIT_OK
 
 
+def run_feedback(args) -> int:
+    from .feedback import write_feedback
+    from .gradebook import recorded_lang
+
+    try:
+        lang = args.page_lang or recorded_lang(args.gradebook) or args.lang
+        written = write_feedback(args.gradebook, args.out, lang, args.book)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"grader feedback: {args.gradebook / 'gradebook.json'}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{args.out}: {len(written)}")
+    return EXIT_OK
+
+
 def run_export(args) -> int:
     from . import platforms
     from .atomic import write_atomic
@@ -343,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     # check and grade stop at their first safe point after a Ctrl-C, even one pressed
     # during the imports: grade writes its (empty) gradebook first.
     commands = {"check": run_check, "grade": run_grade, "merge": run_merge, "report": run_report,
-                "export": run_export, "release": run_release, "gradescope": run_platform, "prairielearn": run_platform}
+                "feedback": run_feedback, "export": run_export, "release": run_release,
+                "gradescope": run_platform, "prairielearn": run_platform}
     try:
         return commands[args.command](args)
     except Exception as exc:  # a bug of the grader's own: one line, never a traceback

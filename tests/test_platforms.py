@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 import yaml
 
+from built_book import Chromium, find_chromium
 from conftest import grader
 from notebooks import ROOT
 
@@ -258,3 +259,40 @@ def test_the_class_report_is_one_offline_page(single_run, tmp_path):
     assert "http://" not in page and "https://" not in page
     assert page.count("<img") == 1  # one chapter, one distribution
     assert "common.not_implemented" in page and "가장 자주 나온 실수" in page
+    assert page.count("<table") == page.count("<tbody><tr>")  # no table without rows
+    assert page.count("<h3>") == 6  # the stubs' mistakes, item by item, each with its own hint
+    assert "학생별 점수" in page and page.count("<tr><td>") >= 4 + 5  # a row per student, per item
+
+
+def test_report_and_feedback_pages_in_chromium_at_1280_and_390(single_run, tmp_path):
+    """Screenshots in test-artifacts/report/; no page is wider than the screen (wide
+    tables scroll in their box), and the per-student table sorts by a clicked column."""
+    report, feedback = tmp_path / "report.html", tmp_path / "feedback"
+    assert grader("report", str(single_run), "--out", str(report), "--lang", "es").returncode == 0
+    done = grader("feedback", str(single_run), "--out", str(feedback))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in feedback.iterdir()) == ["ana.html", "bo.html", "chen.html", "dara.html"]
+    stub = (feedback / "bo.html").read_text()
+    assert '<html lang="es">' in stub  # the gradebook's language
+    assert "sin implementar" in stub.lower() and "ejemplo resuelto que falló" in stub
+    assert "cross_entropy_from_logits(np.zeros((3, 5))" in stub  # the worked example, with its output
+    assert "/book/04_gpt_head.html" in stub and "http://" not in stub and "https://" not in stub
+    artifacts = ROOT / "test-artifacts" / "report"
+    browser = Chromium(find_chromium())
+    try:
+        for width, height in ((1280, 900), (390, 844)):
+            tab = browser.tab(width, height)
+            for name, page in (("report", report), ("feedback-bo", feedback / "bo.html")):
+                tab.open(page)
+                assert tab.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), (name, width)
+                tab.screenshot(artifacts / f"{name}-{width}.png")
+            tab.open(report)
+            tab.evaluate("document.querySelector('table.sortable').scrollIntoView()")  # clicks land on screen
+            first = "document.querySelector('table.sortable tbody tr td').textContent"
+            tab.click("table.sortable th:nth-child(2)")  # the total, highest first
+            assert tab.evaluate(first) in ("ana", "chen")
+            tab.click("table.sortable th:nth-child(2)")
+            assert tab.evaluate(first) in ("bo", "dara")
+            tab.close()
+    finally:
+        browser.close()
