@@ -66,14 +66,14 @@ def prepare(sub: Submission, ch: Chapter, tmp: Path) -> dict:
     notebook = work / f"{ch.id}.ipynb"
     notebook.write_bytes(expected_outputs.install(sub.data, ch.id))  # the solution's worked-example outputs
     (tmp / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    job = {
+    write_spec(ch, tmp / "spec.json")
+    job: dict = {
         "notebook": str(notebook),
         "spec": str(tmp / "spec.json"),
         "items": [item.name for item in ch.items],
         "ini": str(tmp / "pytest.ini"),
         "probe_module": ch.probe_module,
     }
-    write_spec(ch, Path(job["spec"]))
     (tmp / "job.json").write_text(json.dumps(job), encoding="utf-8")
     job["path"] = str(tmp / "job.json")
     return job
