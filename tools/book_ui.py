@@ -1,6 +1,6 @@
 """Sphinx extension: fixes to what the theme and its extensions put in every page.
 
-- Flags as text badges: a flag emoji in an admonition's title ("🇪🇸 Nota", "🇰🇷 노트") is
+- Flags as text badges: a flag emoji in an admonition's title ("🇪🇸 Nota", "🇰🇷 참고") is
   two regional-indicator letters that draw as two empty boxes without a colour-emoji font.
   It becomes a badge naming the note's language (its ``lang-xx`` class: ES, KO), or the
   flag's two letters, ``<span class="tied-flag tied-flag-ko">KO</span>``, styled in
