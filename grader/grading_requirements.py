@@ -11,8 +11,9 @@ import json
 from pathlib import Path
 
 # Every chapter: the worker (nbval, pytest, a kernel), the grader's process (psutil,
-# nbformat and its schema check) and NumPy.
-BASE = ("nbval", "pytest", "nbformat", "ipykernel", "jupyter_client", "psutil", "numpy", "jsonschema<4.25")
+# nbformat and its schema check, Babel for the numbers in Spanish and Korean messages)
+# and NumPy.
+BASE = ("nbval", "pytest", "nbformat", "ipykernel", "jupyter_client", "psutil", "numpy", "jsonschema<4.25", "babel")
 # A framework module -> its distributions (torch comes from PyTorch's CPU wheel index).
 FRAMEWORKS = {"jax": ("jax", "jaxlib"), "flax": ("flax",), "torch": ("torch",), "safetensors": ("safetensors",)}
 
