@@ -104,11 +104,12 @@ def forged(tmp_path_factory) -> Path:
 
 def hostile_stub(how: str, forged: Path, pids: Path, path: Path) -> Path:
     nb = nbformat.read(ROOT / "exercises" / f"{CHAPTER}.ipynb", as_version=4)
-    nb.nbformat_minor = max(nb.nbformat_minor, 5)  # cells with ids
     plant = {name: (forged / name).read_text() for name in ("summary.json", "facts.jsonl")}
     program = textwrap.dedent(FORGER) + f"\n_tied_forger({plant!r}, {str(pids)!r})\n"
     start = STARTS[how].format(plant=plant, pids=str(pids), program=program)
     cell = nbformat.v4.new_code_cell(textwrap.dedent(FORGER) + start)
+    if nb.nbformat_minor < 5:  # cells have ids from format 4.5 on
+        del cell["id"]
     if how == "fork_in_check":
         nb.cells.append(cell)
     else:
