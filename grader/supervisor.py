@@ -173,9 +173,9 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
             kill_tree(watched, procs)
             proc.wait()
             LIVE.discard(watched)
-            stopped = OOM if groups.hit_memory_limit() and stopped != TIMEOUT else stopped
+            hit_memory = groups.hit_memory_limit()  # read before the cgroups go
             groups.close()
-        return stopped, _tail(log), channel.text()
+        return OOM if hit_memory and stopped != TIMEOUT else stopped, _tail(log), channel.text()
 
 
 def hand_over(job_dir: Path, env: dict[str, str], groups: JobCgroups, user: str) -> dict:
