@@ -33,7 +33,6 @@ class Verdict:
     case: str = ""  # catalog key of the label of the case that failed
     shown: dict = field(default_factory=dict)  # the sizes that label shows
     visibility: str = "visible"  # the failing case's (registry.VISIBILITIES)
-    extra: dict = field(default_factory=dict)
 
 
 def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None) -> Finding:

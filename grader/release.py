@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 
 from .expected_outputs import dumps, expected_from, is_checked, shown_outputs
+from .notebook_clean import clean, cleaned_text
 
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION:?\s*(.*)$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
@@ -66,7 +67,7 @@ def exercise_from(solution: Path) -> nbformat.NotebookNode:
             else:
                 cell.outputs, cell.execution_count = [], None
     nb.nbformat_minor = 4  # no cell ids: stable output for --check
-    return nb
+    return clean(nb)
 
 
 def release(root: Path, check: bool = False) -> list[str]:
@@ -76,6 +77,7 @@ def release(root: Path, check: bool = False) -> list[str]:
     for solution in sorted((root / "solutions").glob("*.ipynb")):
         exercise = exercise_from(solution)
         for target, content in (
+            (solution, cleaned_text(solution)),
             (root / "exercises" / solution.name, nbformat.writes(exercise) + "\n"),
             (root / "grader" / "expected" / f"{solution.stem}.json", dumps(expected_from(exercise))),
         ):

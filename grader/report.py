@@ -5,7 +5,7 @@ import json
 import unicodedata
 
 from .i18n import render, text
-from .judge import PASS, Verdict
+from .judge import Verdict
 
 WRAP = 100  # terminal columns of a message in the table, wrapped between words
 
@@ -98,6 +98,3 @@ def as_dict(result, lang: str) -> dict:
 def dumps(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
 
-
-def passed(result) -> bool:
-    return result.bad is None and all(v.status == PASS for v in result.verdicts)
