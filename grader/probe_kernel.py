@@ -87,12 +87,12 @@ def bundle(chapter_probe_module: str) -> tuple[tuple[str, str], ...]:
 @cache
 def probe_source(chapter_probe_module: str) -> str:
     """One self-contained program: the loader, the bundle as text, and what it defines:
-    ``PROBES`` (the probes by name) and ``run_spec_file`` (the kernel's entry point)."""
+    ``PROBES`` (the probes by name) and ``spec_runner`` (the kernel's entry point)."""
     return (
         f"{_text(LOADER)}\n\n"
         f"MODULES = load_modules({bundle(chapter_probe_module)!r}, {PROBE_FILE!r})\n"
         f"PROBES = probes(MODULES, {chapter_probe_module!r})\n"
-        f"run_spec_file = MODULES[{RUNTIME!r}].run_spec_file\n"
+        f"spec_runner = MODULES[{RUNTIME!r}].spec_runner\n"
     )
 
 
@@ -109,8 +109,8 @@ def spec_items(ch: Chapter, only: str | None = None) -> list[dict]:
     ]
 
 
-def write_spec(ch: Chapter, spec_path: Path, out_path: Path) -> None:
-    spec_path.write_text(json.dumps({"out": str(out_path), "items": spec_items(ch)}), encoding="utf-8")
+def write_spec(ch: Chapter, spec_path: Path) -> None:
+    spec_path.write_text(json.dumps({"items": spec_items(ch)}), encoding="utf-8")
 
 
 @cache
