@@ -2,7 +2,8 @@
 
 1. nbval alone (``pytest --nbval-lax``) against ``grader check`` on each solution notebook;
 2. batch grading of 8 copies of one solution with ``--jobs 1`` and ``--jobs 2``;
-3. the in-notebook ``check()``: first call (JIT compilation and references) and warm calls.
+3. the in-notebook ``check()`` of every chapter: first call (JIT compilation and references)
+   and the median of 7 warm calls after it.
 
 The grader keeps reference values and the kernels' compiled JAX programs on disk
 (``grader/disk_cache.py``).  Steps 1 and 2 run each grader command twice: with an empty
@@ -90,7 +91,7 @@ def batch(chapter: str, copies: int = 8, rounds: int = 3) -> None:
               f"(range {min(values):.2f}x to {max(values):.2f}x over {rounds} rounds)")
 
 
-def in_notebook(chapter: str, repeats: int = 5) -> None:
+def in_notebook(chapter: str, repeats: int = 7) -> None:
     from grader import check
 
     nb = nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)

@@ -1,37 +1,34 @@
 """Figures of the introduction and the framework chapters (01 Linen, 02 NNX, 03 PyTorch).
 
-They share the book's style (``figures.use_book_style``: 7.5 in at 100 dpi, text of 11 pt
-or more, dark ink on white, which the theme shows on a light card in dark mode). Each
-function draws one figure from the numbers its page computed and returns it as a PNG image,
-which the page shows as its cell's value.
+They share the book's style (``figures.use_book_style``: ``WIDTH`` inches wide, text of
+11 pt or more, dark ink on white, which the theme shows on a light card in dark mode). Each
+function draws one figure from the numbers its page computed and returns it as an SVG image
+(``figures.svg``), which the page shows as its cell's value.
 """
 from __future__ import annotations
 
 import functools
-import io
 
 import numpy as np
-from IPython.display import Image
+from IPython.display import SVG
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from figures import ACCENT, DPI, INK, MUTED, SECOND, WIDTH, use_book_style
+from figures import ACCENT, INK, MUTED, SECOND, WIDTH, powers_of_ten, svg, use_book_style
 
 LOOKUP, HEAD = ACCENT, SECOND                 # the two paths into E, as in chapter 04
 LOOKUP_FILL, HEAD_FILL, PALE = "#d6e6fb", "#f8d7da", "#eef1f4"
 
 
 def drawing(height: float):
-    """Turn ``draw(fig, ...)`` into a function that returns its figure as a PNG image."""
+    """Turn ``draw(fig, ...)`` into a function that returns its figure as an SVG image."""
     def wrap(draw):
         @functools.wraps(draw)
-        def render(*args, **kwargs) -> Image:
+        def render(*args, **kwargs) -> SVG:
             use_book_style()
-            fig = Figure(figsize=(WIDTH, height), dpi=DPI)
+            fig = Figure(figsize=(WIDTH, height), layout="constrained")
             draw(fig, *args, **kwargs)
-            png = io.BytesIO()
-            fig.savefig(png, format="png", dpi=DPI)
-            return Image(data=png.getvalue(), format="png")
+            return svg(fig)
         return render
     return wrap
 
@@ -78,56 +75,57 @@ def link(ax, a, b, label="", color=INK, curve=0.0, side=0.0):
                 fontsize=11, color=color, family="monospace")
 
 
-def legend_patches(ax, labels_colors, **kw):
-    ax.legend(handles=[Rectangle((0, 0), 1, 1, color=c) for _, c in labels_colors],
-              labels=[label for label, _ in labels_colors], frameon=False, **kw)
+def legend_patches(holder, labels_colors, **where):
+    """A legend of coloured squares in one row, by default above the axes, clear of the bars."""
+    where = where or {"loc": "lower center", "bbox_to_anchor": (0.5, 1.0)}
+    holder.legend(handles=[Rectangle((0, 0), 1, 1, color=c) for _, c in labels_colors],
+                  labels=[label for label, _ in labels_colors], frameon=False,
+                  ncols=len(labels_colors), **where)
 
 
 # Introduction
 
-@drawing(height=4.1)
+@drawing(height=4.2)
 def one_matrix_two_directions(fig, ids=(1, 4), vocab=6, d=4, scored=2):
     """E read by rows on the way in, and multiplied transposed on the way out."""
-    ax = canvas(fig, 15, 8.2)
-    c = 0.45
-    ex, ey = 6.2, 7.7                                        # E: (V, d), top centre
+    ax = canvas(fig, 9.6, 8.4)
+    c = 0.4
+    ex, ey = 3.9, 7.6                                        # E: (V, d), top-left corner
     fill = {(v, j): LOOKUP_FILL for v in ids for j in range(d)}
     fill.update({(scored, j): HEAD_FILL for j in range(d)})
     grid(ax, ex, ey, vocab, d, c, fill)
-    ax.text(ex + d * c / 2, ey + 0.25, "$E$   (V × d)", ha="center", va="bottom", fontsize=13)
+    ax.text(ex + d * c / 2, ey + 0.2, "E  (V × d)", ha="center", va="bottom", fontsize=13)
     for v in range(vocab):
-        ax.text(ex - 0.15, ey - (v + 0.5) * c, str(v), ha="right", va="center", fontsize=11,
-                color=MUTED)
-    ax.text(ex - 0.6, ey - 0.1, "row v is token v", ha="right", va="top", fontsize=11,
-            color=MUTED)
+        ax.text(ex - 0.12, ey - (v + 0.5) * c, str(v), ha="right", va="center", color=MUTED)
+    ax.text(ex - 0.5, ey - 0.1, "row v:\ntoken v", ha="right", va="top", color=MUTED)
 
-    by = 2.2                                                 # the forward pass, left to right
-    ax.text(0.1, by - c, f"ids\n{list(ids)}", ha="left", va="center", fontsize=12)
-    xx = 1.6
+    by = 2.6                                                 # the forward pass, left to right
+    ax.text(0.05, by - c, f"ids\n{list(ids)}", ha="left", va="center")
+    xx = 1.25
     grid(ax, xx, by, len(ids), d, c, {(t, j): LOOKUP_FILL for t in range(len(ids))
                                       for j in range(d)})
-    ax.text(xx + d * c / 2, by - len(ids) * c - 0.25, r"$x = E[\mathrm{ids}]$", ha="center",
-            va="top", fontsize=12, color=LOOKUP)
-    node(ax, 5.05, by - c, "blocks", w=1.9, h=0.75)
-    arrow(ax, (xx + d * c + 0.1, by - c), (4.0, by - c))
-    hx = 6.5
+    ax.text(xx + d * c / 2, by - len(ids) * c - 0.2, "x = E[ids]", ha="center", va="top",
+            color=LOOKUP)
+    node(ax, 3.95, by - c, "blocks", w=1.3, h=0.6, size=11)
+    arrow(ax, (xx + d * c + 0.05, by - c), (3.2, by - c))
+    hx = 5.05
     grid(ax, hx, by, len(ids), d, c)
-    ax.text(hx + d * c / 2, by - len(ids) * c - 0.25, "$h$", ha="center", va="top", fontsize=12)
-    arrow(ax, (6.1, by - c), (hx - 0.1, by - c))
-    lx = 9.6
+    ax.text(hx + d * c / 2, by - len(ids) * c - 0.2, "h", ha="center", va="top")
+    arrow(ax, (4.7, by - c), (hx - 0.05, by - c))
+    lx = 7.15
     grid(ax, lx, by, len(ids), vocab, c, {(t, scored): HEAD_FILL for t in range(len(ids))})
-    ax.text(lx + vocab * c / 2, by - len(ids) * c - 0.25, r"logits $= h\,E^{\top}$   (T × V)",
-            ha="center", va="top", fontsize=12, color=HEAD)
-    arrow(ax, (hx + d * c + 0.1, by - c), (lx - 0.1, by - c))
+    ax.text(lx + vocab * c / 2, by - len(ids) * c - 0.2, "logits = h Eᵀ\n(T × V)",
+            ha="center", va="top", color=HEAD)
+    arrow(ax, (hx + d * c + 0.05, by - c), (lx - 0.05, by - c))
 
     for t, v in enumerate(ids):                              # in: rows of E become x
-        arrow(ax, (ex - 0.05, ey - (v + 0.5) * c), (xx + d * c, by - (t + 0.5) * c),
-              color=LOOKUP, curve=0.25 - 0.1 * t)
-    ax.text(1.9, 4.6, "in: look up\nrow ids[t]", ha="center", fontsize=12, color=LOOKUP)
+        arrow(ax, (ex - 0.05, ey - (v + 0.5) * c), (xx + d * c / 2, by + 0.05),
+              color=LOOKUP, curve=0.2 - 0.1 * t)
+    ax.text(0.05, 4.6, "in: look up\nrow ids[t]", ha="left", color=LOOKUP)
     arrow(ax, (ex + d * c + 0.05, ey - (scored + 0.5) * c), (lx + (scored + 0.5) * c, by + 0.05),
-          color=HEAD, curve=-0.25)
-    ax.text(10.9, 5.6, f"out: logit[t, {scored}] $= \\langle h_t, E_{scored} \\rangle$\n"
-            "every row scores its token", ha="left", fontsize=12, color=HEAD)
+          color=HEAD, curve=-0.3)
+    ax.text(9.55, 7.9, f"out: logit[t, {scored}]\n= ⟨hₜ, E{chr(0x2080 + scored)}⟩:\n"
+            "every row\nscores its token", ha="right", va="top", color=HEAD)
 
 
 @drawing(height=3.2)
@@ -141,10 +139,9 @@ def saved_share(fig, presets):
     for bar, share in zip(bars, shares):
         ax.text(bar.get_width() + 0.4, bar.get_y() + bar.get_height() / 2, f"{share:.1f} %",
                 va="center")
-    ax.set_xlabel("parameters that tying removes, % of the untied model")
+    ax.set_xlabel("what tying removes, % of the untied model")
     ax.set_xlim(0, max(shares) * 1.5)
-    legend_patches(ax, [("tied as published", LOOKUP), ("untied as published", MUTED)],
-                   loc="lower right")
+    legend_patches(ax, [("tied as published", LOOKUP), ("untied as published", MUTED)])
 
 
 # Chapter 01
@@ -160,9 +157,9 @@ def tie_decisions(fig, shares: dict[str, float], tied: dict[str, bool]):
     for bar, value in zip(bars, values):
         ax.text(bar.get_width() + 0.4, bar.get_y() + bar.get_height() / 2, f"{value:.1f} %",
                 va="center")
-    ax.set_xlabel("one (V, d) matrix, % of the model as published")
-    ax.set_xlim(0, max(values) * 1.25)
-    legend_patches(ax, [("ties", LOOKUP), ("unties", MUTED)], loc="lower right")
+    ax.set_xlabel("one (V, d) matrix, % of the model")
+    ax.set_xlim(0, max(values) * 1.35)
+    legend_patches(ax, [("ties", LOOKUP), ("unties", MUTED)])
 
 
 @drawing(height=3.6)
@@ -173,15 +170,15 @@ def first_loss(fig, sigmas, losses, vocab: int, marked: float):
     ax.plot(sigmas, losses, "o-", color=HEAD, lw=2, ms=5, label="measured")
     small = sigmas <= 3
     ax.plot(sigmas[small], np.log(vocab) + sigmas[small] ** 2 / 2, ":", color=INK, lw=2.2,
-            label=r"$\ln V + \sigma^2/2$")
+            label="ln V + σ²/2")
     ax.axhline(np.log(vocab), color=LOOKUP, ls="--", lw=1.5)
-    ax.text(sigmas[-1], np.log(vocab) - 0.6, rf"$\ln V = {np.log(vocab):.1f}$: a uniform guess",
+    ax.text(sigmas[-1], np.log(vocab) - 0.6, f"ln V = {np.log(vocab):.1f}: a uniform guess",
             ha="right", va="top", color=LOOKUP)
     at = losses[np.argmin(abs(sigmas - marked))]
     ax.annotate(f"σ = {marked:g}: {at:.1f}", (marked, at), xytext=(-30, 0),
                 textcoords="offset points", ha="right", va="center",
                 arrowprops={"arrowstyle": "-", "color": INK})
-    ax.set_xlabel(r"standard deviation $\sigma$ of the first logits")
+    ax.set_xlabel("standard deviation σ of the first logits")
     ax.set_ylabel("first loss (nats)")
     ax.set_ylim(0, max(losses) * 1.12)
     ax.legend(loc="upper left", frameon=False)
@@ -192,51 +189,51 @@ def first_loss(fig, sigmas, losses, vocab: int, marked: float):
 @drawing(height=3.6)
 def graph_and_leaves(fig):
     """One shared Param: a node with two edges for NNX, two leaves for a JAX pytree."""
-    ax = canvas(fig, 15, 7.2)
-    ax.text(3.6, 7.1, "NNX: a graph of objects", ha="center", va="top", fontsize=13)
-    module = node(ax, 3.6, 5.5, "model")
-    param = node(ax, 3.6, 2.9, "one nnx.Param", color=LOOKUP, fill=LOOKUP_FILL, w=3.0)
-    link(ax, module, param, ".embedding", color=LOOKUP, curve=0.3, side=-0.7)
-    link(ax, module, param, ".head", color=LOOKUP, curve=-0.3, side=0.7)
-    ax.text(3.6, 1.6, "nnx.state, nnx.grad:\none entry, one gradient", ha="center", va="top",
-            color=LOOKUP)
+    ax = canvas(fig, 9.6, 7.2)
+    ax.text(2.3, 7.1, "NNX: a graph", ha="center", va="top", fontsize=13)
+    module = node(ax, 2.3, 5.6, "model", w=1.6, h=0.7)
+    param = node(ax, 2.3, 3.0, "one nnx.Param", color=LOOKUP, fill=LOOKUP_FILL, w=2.9, h=0.7)
+    link(ax, module, param, ".embedding", color=LOOKUP, curve=0.3, side=-0.45)
+    link(ax, module, param, ".head", color=LOOKUP, curve=-0.3, side=0.45)
+    ax.text(2.3, 2.2, "nnx.state, nnx.grad:\none entry,\none gradient", ha="center",
+            va="top", color=LOOKUP)
 
-    ax.plot([7.5, 7.5], [0.3, 7.0], color=PALE, lw=2)
-    ax.text(11.3, 7.1, "JAX: a tree of leaves", ha="center", va="top", fontsize=13)
-    root = node(ax, 11.3, 5.5, "model")
-    for x, name in ((9.6, "embedding"), (13.0, "head")):
-        link(ax, root, node(ax, x, 2.9, f"leaf {name}", color=HEAD, fill=HEAD_FILL, w=2.9),
+    ax.plot([4.75, 4.75], [0.3, 7.0], color=PALE, lw=2)
+    ax.text(7.2, 7.1, "JAX: a tree", ha="center", va="top", fontsize=13)
+    root = node(ax, 7.2, 5.6, "model", w=1.6, h=0.7)
+    for x, name in ((6.0, "embedding"), (8.45, "head")):
+        link(ax, root, node(ax, x, 3.0, name, color=HEAD, fill=HEAD_FILL, w=2.1, h=0.7),
              color=HEAD)
-    ax.text(11.3, 1.6, "jax.tree.leaves: two leaves;\njax.grad: one gradient per path",
+    ax.text(7.2, 2.2, "jax.tree.leaves:\ntwo leaves; jax.grad:\none gradient per path",
             ha="center", va="top", color=HEAD)
 
 
 # Chapter 03
 
-@drawing(height=3.3)
+@drawing(height=4.8)
 def linear_layout(fig, vocab=6, d=3):
     """nn.Embedding and nn.Linear both store (V, d); the tie points the head at the embedding's."""
-    ax = canvas(fig, 15, 7.4)
-    ax.set_ylim(0.8, 7.4)
-    c = 0.45
-    for x, title, fill, below in ((1.8, "nn.Embedding(V, d)\n.weight", LOOKUP_FILL,
-                                   "(V, d): row v is token v"),
-                                  (6.2, "nn.Linear(d, V)\n.weight", HEAD_FILL,
+    ax = canvas(fig, 9.6, 9.6)
+    c = 0.4
+    for x, title, fill, below in ((2.2, "nn.Embedding(V, d)\n.weight", LOOKUP_FILL,
+                                   "(V, d):\nrow v is token v"),
+                                  (7.3, "nn.Linear(d, V)\n.weight", HEAD_FILL,
                                    "(out, in) = (V, d)\nforward: x @ weight.T")):
-        ax.text(x, 7.4, title, ha="center", va="top", family="monospace")
-        grid(ax, x - d * c / 2, 6.4, vocab, d, c, {(v, j): fill for v in range(vocab)
-                                                     for j in range(d)})
-        ax.text(x, 6.4 - vocab * c - 0.2, below, ha="center", va="top")
-    ax.text(4.0, 5.2, "same\nshape", ha="center", va="center", fontsize=12, color=MUTED)
+        ax.text(x, 9.55, title, ha="center", va="top", family="monospace")
+        grid(ax, x - d * c / 2, 8.5, vocab, d, c, {(v, j): fill for v in range(vocab)
+                                                   for j in range(d)})
+        ax.text(x, 8.5 - vocab * c - 0.15, below, ha="center", va="top")
+    ax.text(4.75, 7.3, "same\nshape", ha="center", va="center", fontsize=12, color=MUTED)
 
-    ax.plot([8.6, 8.6], [0.3, 7.2], color=PALE, lw=2)
-    ax.text(11.9, 7.3, "head.weight = embed.weight", ha="center", va="top", family="monospace")
-    embed, head = node(ax, 10.2, 5.6, "embed", w=2.0), node(ax, 13.6, 5.6, "head", w=2.0)
-    shared = node(ax, 11.9, 3.1, "one Parameter (V, d)", color=LOOKUP, fill=LOOKUP_FILL, w=4.2)
-    link(ax, embed, shared, ".weight", curve=0.15, side=-0.4)
-    link(ax, head, shared, ".weight", curve=-0.15, side=0.4)
-    ax.text(11.9, 1.9, "no transpose: nn.Linear applies it;\nthe head's old weight is dropped",
-            ha="center", va="top", color=MUTED)
+    ax.plot([0.3, 9.3], [4.45, 4.45], color=PALE, lw=2)
+    ax.text(4.8, 4.3, "head.weight = embed.weight", ha="center", va="top", family="monospace")
+    embed, head = node(ax, 2.6, 3.1, "embed", w=1.8, h=0.7), node(ax, 7.0, 3.1, "head", w=1.8, h=0.7)
+    shared = node(ax, 4.8, 1.3, "one Parameter (V, d)", color=LOOKUP, fill=LOOKUP_FILL, w=4.0,
+                  h=0.7)
+    link(ax, embed, shared, ".weight", curve=0.15, side=-0.3)
+    link(ax, head, shared, ".weight", curve=-0.15, side=0.3)
+    ax.text(4.8, 0.55, "no transpose: nn.Linear applies it", ha="center", va="top",
+            color=MUTED)
 
 
 @drawing(height=3.4)
@@ -244,46 +241,46 @@ def row_gradients(fig, lookup, projection):
     """The norm of each row's gradient, per path, on a log scale: a dot per row that gets one."""
     ax = fig.add_subplot()
     rows = np.arange(len(lookup))
-    for grad, color, name in ((projection, HEAD, r"projection $h\,E^\top$"),
+    for grad, color, name in ((projection, HEAD, "projection h Eᵀ"),
                               (lookup, LOOKUP, "lookup E[ids]")):
         norms = np.linalg.norm(np.asarray(grad, np.float64), axis=1)
         hit = norms > 0
         ax.plot(rows[hit], norms[hit], "o", ms=3.5, color=color,
                 label=f"{name}: {hit.sum()} of {len(rows)} rows")
     ax.set_yscale("log")
+    powers_of_ten(ax.yaxis)
     ax.set_xlabel("row v of E (token v)")
     ax.set_ylabel("norm of the row's gradient")
-    fig.legend(loc="outside upper center", ncols=2, frameon=False, markerscale=2)
+    fig.legend(loc="outside upper center", ncols=1, frameon=False, markerscale=2)
 
 
-@drawing(height=3.0)
+@drawing(height=4.0)
 def meta_untie(fig):
     """What to_empty does to a tie made on the meta device, and tying again."""
-    ax = canvas(fig, 15, 6.8)
-    ax.set_ylim(0.8, 6.8)
-    stages = (("built on meta", ["one Parameter"], INK),
-              ("to_empty('cpu')", ["Parameter 1", "Parameter 2"], HEAD),
-              ("tie again, then init", ["one Parameter"], LOOKUP))
+    ax = canvas(fig, 9.6, 8.6)
+    stages = (("built on\nmeta", ["one Parameter"], INK),
+              ("to_empty\n('cpu')", ["Parameter 1", "Parameter 2"], HEAD),
+              ("tie again,\nthen init", ["one Parameter"], LOOKUP))
     for i, (title, params, color) in enumerate(stages):
-        cx = 2.4 + 5.1 * i
-        ax.text(cx, 6.7, title, ha="center", va="top", family="monospace")
-        embed = node(ax, cx - 1.2, 4.9, "embed", w=2.1)
-        head = node(ax, cx + 1.2, 4.9, "lm_head", w=2.1)
+        top = 8.5 - 2.4 * i
+        ax.text(0.05, top - 0.7, title, ha="left", va="center", family="monospace", color=color)
+        embed = node(ax, 4.3, top - 0.4, "embed", w=1.7, h=0.6, size=11)
+        head = node(ax, 7.6, top - 0.4, "lm_head", w=1.7, h=0.6, size=11)
         if len(params) == 1:
-            shared = node(ax, cx, 2.5, params[0], color=color, w=3.2)
-            link(ax, embed, shared, curve=0.15)
-            link(ax, head, shared, curve=-0.15)
+            shared = node(ax, 5.95, top - 1.5, params[0], color=color, w=2.8, h=0.6, size=11)
+            arrow(ax, (embed[0], embed[1] - 0.35), (shared[0] - 0.6, shared[1] + 0.35))
+            arrow(ax, (head[0], head[1] - 0.35), (shared[0] + 0.6, shared[1] + 0.35))
         else:
             for owner, name in ((embed, params[0]), (head, params[1])):
-                link(ax, owner, node(ax, owner[0], 2.5, name, color=color, w=2.0, size=11),
-                     color=color)
+                below = node(ax, owner[0], top - 1.5, name, color=color, w=2.3, h=0.6, size=11)
+                arrow(ax, (owner[0], owner[1] - 0.35), (below[0], below[1] + 0.35), color=color)
         if i < 2:
-            arrow(ax, (cx + 2.35, 3.7), (cx + 2.8, 3.7), lw=2.2)
-    ax.text(7.5, 1.1, "two Parameters: one matrix more, and the first update splits them",
-            ha="center", color=HEAD)
+            ax.plot([0.2, 9.4], [top - 2.05, top - 2.05], color=PALE, lw=2)
+    ax.text(4.8, 0.05, "two Parameters: one matrix more,\nand the first update splits them",
+            ha="center", va="bottom", color=HEAD)
 
 
-@drawing(height=2.8)
+@drawing(height=2.5)
 def file_sizes(fig, sizes: dict[str, int], matrix_bytes: int):
     """Bytes of each saved file, with the size of one (V, d) matrix in the axis label."""
     ax = fig.add_subplot()
@@ -295,7 +292,7 @@ def file_sizes(fig, sizes: dict[str, int], matrix_bytes: int):
         ax.text(bar.get_width() + max(kib) * 0.01, bar.get_y() + bar.get_height() / 2,
                 f"{value:,.1f} KiB", va="center")
     ax.set_xlim(0, max(kib) * 1.3)
-    ax.set_xlabel(f"file size in KiB; one float32 (V, d) matrix is {matrix_bytes / 1024:,.1f} KiB")
+    ax.set_xlabel(f"file size (KiB);\none float32 (V, d) matrix: {matrix_bytes / 1024:,.1f} KiB")
 
 
 @drawing(height=3.0)
@@ -326,3 +323,88 @@ def self_and_other_logits(fig, scores):
     ax.set_xlabel("logit at initialisation")
     ax.set_ylabel("density")
     ax.legend(frameon=False, loc="upper center")
+
+
+# Chapters 04 and 05: a model drawn as its stages, with the one matrix at the side
+
+@drawing(height=4.6)
+def tied_pipeline(fig, stages, matrix, lookup: int, head: int, hidden=None):
+    """The stages of a forward pass from top to bottom, each with the shape it returns, and
+    the one matrix beside them with its two arrows: its rows into stage ``lookup``, its
+    transpose into stage ``head``. ``hidden``: an (N, T) array of 0/1, drawn as a grid of
+    the positions the loss reads."""
+    step = 1.15                                   # a box of 0.72 and an arrow between two
+    height = step * len(stages) + 0.9
+    ax = canvas(fig, 9.6, height)
+    ys = [height - 0.6 - step * (i + 0.5) for i in range(len(stages))]
+    for i, ((label, shape), y) in enumerate(zip(stages, ys)):
+        color, fill = ((LOOKUP, LOOKUP_FILL) if i == lookup else (HEAD, HEAD_FILL) if i == head
+                       else (INK, "white"))
+        ax.add_patch(FancyBboxPatch((0.1, y - 0.36), 6.8, 0.72, boxstyle="round,pad=0.06",
+                                    facecolor=fill, edgecolor=color, lw=1.4))
+        ax.text(0.25, y, label, va="center", family="monospace", color=color)
+        ax.text(6.8, y, str(tuple(shape)), va="center", ha="right", color=MUTED)
+        if i:
+            arrow(ax, (3.5, ys[i - 1] - 0.42), (3.5, y + 0.42))
+    name, shape = matrix
+    my = (ys[lookup] + ys[head]) / 2
+    node(ax, 8.4, my, f"{name}\n{tuple(shape)}", color=INK, fill=PALE, w=2.2, h=1.2, size=11)
+    arrow(ax, (7.9, my + 0.65), (7.0, ys[lookup]), color=LOOKUP, curve=0.25, lw=2)
+    ax.text(8.75, my + 1.0, "rows", ha="center", va="bottom", color=LOOKUP)
+    arrow(ax, (7.9, my - 0.65), (7.0, ys[head]), color=HEAD, curve=-0.25, lw=2)
+    ax.text(8.75, my - 1.0, "transposed", ha="center", va="top", color=HEAD)
+    if hidden is not None:
+        rows, cols = np.shape(hidden)
+        c = 0.36
+        left, top = 8.4 - cols * c / 2, ys[0] + 0.55
+        grid(ax, left, top, rows, cols, c, {(r, t): HEAD for r in range(rows)
+                                            for t in range(cols) if hidden[r][t]})
+        ax.text(8.4, top - rows * c - 0.1, "hidden tokens", ha="center", va="top", color=HEAD)
+
+
+# Chapter 06b: the papers' regimes and ours
+
+@drawing(height=4.2)
+def regimes(fig, rows):
+    """Validation perplexity, tied against untied, per model and regime: ``rows`` are
+    (regime, label, change, pairs, ours), change = tied / untied - 1 and pairs the changes
+    of the single pairs (ours only), drawn as ticks over the bar of their mean."""
+    groups = {}
+    for row in rows:
+        groups.setdefault(row[0], []).append(row[1:])
+    axes = fig.subplots(len(groups), 1, sharex=True,
+                        gridspec_kw={"height_ratios": [len(g) for g in groups.values()]})
+    for ax, (regime, group) in zip(axes, groups.items()):
+        for y, (label, change, pairs, ours) in enumerate(group):
+            ax.barh(y, 100 * change, height=0.6, color=HEAD if ours else LOOKUP)
+            ax.plot([100 * p for p in pairs], [y] * len(pairs), "|", color=INK, ms=10)
+        ax.set_yticks(range(len(group)), [g[0] for g in group])
+        ax.set_ylim(len(group) - 0.5, -0.5)
+        ax.axvline(0, color=INK, lw=1)
+        ax.set_title(regime, loc="left")
+        ax.tick_params(axis="y", length=0)
+        ax.spines["left"].set_visible(False)
+    axes[-1].set_xlabel("validation perplexity,\ntied against untied (%)")
+    legend_patches(fig, [("published", LOOKUP), ("this book", HEAD)], loc="outside upper center")
+
+
+# Chapter 07b: which ways of saving and loading keep the tie
+
+@drawing(height=4.6)
+def tie_outcomes(fig, rows):
+    """One line per way of saving or loading, as the page ran it: ``rows`` are (path,
+    matrices), the number of distinct (V, d) arrays the page counted in the reloaded model."""
+    ax = canvas(fig, 9.6, 9.2)
+    step = 9.0 / len(rows)
+    for i, (path, matrices) in enumerate(rows):
+        y = 9.1 - step * (i + 0.5)
+        kept = matrices == 1
+        color = LOOKUP if kept else HEAD
+        ax.add_patch(FancyBboxPatch((0.1, y - step / 2 + 0.08), 9.4, step - 0.16,
+                                    boxstyle="round,pad=0.02", edgecolor="none",
+                                    facecolor=LOOKUP_FILL if kept else HEAD_FILL))
+        ax.text(0.5, y, "✓" if kept else "✗", ha="center", va="center", fontsize=16,
+                color=color, weight="bold")
+        ax.text(1.0, y + 0.22, path, va="center", family="monospace")
+        ax.text(1.0, y - 0.3, f"{matrices} (V, d) {'matrix: tied' if kept else 'matrices: untied'}",
+                va="center", color=color)

@@ -1,5 +1,5 @@
-"""The tied Linen module of chapter 01, shared by the chapter's two pages (01 shows the class
-with ``literalinclude``: written once, run as shown)."""
+"""The tied Linen module of chapter 01, shared by the chapter's two pages (01
+shows the class with ``literalinclude``: written once, run as shown)."""
 import flax.linen as nn
 
 
@@ -14,6 +14,8 @@ class TiedLogits(nn.Module):
             nn.initializers.normal(stddev=0.02),
             (self.vocab_size, self.d_model),
         )
-        x = embedding[token_ids]   # lookup: (T,) -> (T, D), row i is token i's vector
+        # lookup: (T,) -> (T, D), row i is token i's vector
+        x = embedding[token_ids]
         # ... a real model runs its transformer blocks on x here ...
-        return x @ embedding.T     # output projection: (T, D) @ (D, V) -> (T, V)
+        # output projection: (T, D) @ (D, V) -> (T, V)
+        return x @ embedding.T

@@ -1,16 +1,16 @@
-"""The NumPy Mini-GPT of chapter 04, shared by the chapter's two pages (04 shows the code
-with ``literalinclude``: written once, run as shown).
+"""The NumPy Mini-GPT of chapter 04, shared by the chapter's two pages (04 shows
+the code with ``literalinclude``: written once, run as shown).
 
-Every function takes ``xp``, the array module: ``np`` runs it in NumPy, ``jnp`` under JAX,
-which is how 04b differentiates it without writing it twice.
-"""
+Every function takes ``xp``, the array module: ``np`` runs it in NumPy, ``jnp``
+under JAX, which is how 04b differentiates it without writing it twice."""
 import numpy as np
 
 V, D, N_LAYER, N_HEAD = 64, 64, 2, 4
 
 
 def init_params(seed, vocab=V, d=D, n_layer=N_LAYER, std=0.02):
-    """Every weight matrix from N(0, std²), biases 0, LayerNorm gains 1. No head."""
+    """Every weight matrix from N(0, std²), biases 0, LayerNorm gains 1. No
+    head."""
     rng = np.random.default_rng(seed)
     normal = lambda *shape: rng.normal(0.0, std, shape)
     norm = lambda: {"g": np.ones(d), "b": np.zeros(d)}
@@ -32,7 +32,8 @@ def layer_norm(x, g=None, b=None, xp=np, eps=1e-5):
 
 
 def softmax(z, xp=np):
-    z = z - z.max(axis=-1, keepdims=True)   # why the shift matters: next section
+    # why the shift matters: next section
+    z = z - z.max(axis=-1, keepdims=True)
     e = xp.exp(z)
     return e / e.sum(axis=-1, keepdims=True)
 
@@ -45,11 +46,16 @@ def attention(x, p, xp=np, n_head=N_HEAD):
     T, d = x.shape
     # (T, d) -> (heads, T, d/heads)
     split = lambda a: a.reshape(T, n_head, d // n_head).transpose(1, 0, 2)
-    q, k, v = (split(a) for a in xp.split(x @ p["qkv"] + p["qkv_b"], 3, axis=-1))
+    q, k, v = (
+        split(a) for a in xp.split(x @ p["qkv"] + p["qkv_b"], 3, axis=-1)
+    )
     scores = q @ k.transpose(0, 2, 1) / np.sqrt(d // n_head)
-    causal = np.tril(np.ones((T, T), dtype=bool))               # position t sees 0..t
+    # position t sees 0..t
+    causal = np.tril(np.ones((T, T), dtype=bool))
     weights = softmax(xp.where(causal, scores, -1e30), xp)
-    return (weights @ v).transpose(1, 0, 2).reshape(T, d) @ p["proj"] + p["proj_b"]
+    return (weights @ v).transpose(1, 0, 2).reshape(T, d) @ p["proj"] + p[
+        "proj_b"
+    ]
 
 
 def block(h, p, xp=np):
@@ -59,7 +65,8 @@ def block(h, p, xp=np):
 
 
 def run_blocks(params, h, xp=np, stream=None):
-    """From the looked-up rows to the final LayerNorm; ``stream`` keeps each stage."""
+    """From the looked-up rows to the final LayerNorm; ``stream`` keeps each
+    stage."""
     for p in params["blocks"]:
         if stream is not None:
             stream.append(h)
@@ -71,8 +78,10 @@ def run_blocks(params, h, xp=np, stream=None):
 
 def forward(params, tokens, xp=np, head=None, stream=None):
     E = params["E"]
-    x = run_blocks(params, E[tokens], xp, stream)   # lookup: row i of E is token i
-    return x @ (E if head is None else head).T      # tied head: the same E, transposed
+    # lookup: row i of E is token i
+    x = run_blocks(params, E[tokens], xp, stream)
+    # tied head: the same E, transposed
+    return x @ (E if head is None else head).T
 
 
 def logsumexp(z):

@@ -1,6 +1,5 @@
-"""The toy batch and encoder of chapter 05, shared by the chapter's two pages (05 shows the
-code with ``literalinclude``: written once, run as shown).
-"""
+"""The toy batch and encoder of chapter 05, shared by the chapter's two pages
+(05 shows the code with ``literalinclude``: written once, run as shown)."""
 from functools import partial
 
 import torch
@@ -14,21 +13,26 @@ tanh_gelu = partial(F.gelu, approximate="tanh")
 
 
 def toy_batch(seed=0):
-    """The tied matrix, the position vectors, a batch of ids and which positions are hidden."""
+    """The tied matrix, the position vectors, a batch of ids and which positions
+    are hidden."""
     torch.manual_seed(seed)
     # the one (V, d_model) matrix, used twice; N(0, 1): nothing is trained here
     w_emb = torch.randn(V, D)
     pos_embed = 0.5 * torch.randn(T, D)       # one learned vector per position
     input_ids = torch.randint(0, V, (N, T))
     mask_indicator = torch.zeros(N, T)
-    mask_indicator[0, 1] = mask_indicator[0, 4] = mask_indicator[1, 2] = 1.0  # 3 hidden
+    # 3 hidden
+    mask_indicator[0, 1] = mask_indicator[0, 4] = mask_indicator[1, 2] = 1.0
     return w_emb, pos_embed, input_ids, mask_indicator
 
 
 def toy_encoder(norm_first=True):
-    """BLOCKS encoder blocks, pre-LN by default, d_ff = d_model, no biases, no dropout."""
+    """BLOCKS encoder blocks, pre-LN by default, d_ff = d_model, no biases, no
+    dropout."""
     layer = nn.TransformerEncoderLayer(
         D, HEADS, dim_feedforward=D, dropout=0.0, activation=tanh_gelu,
         batch_first=True, norm_first=norm_first, bias=False,
     )
-    return nn.TransformerEncoder(layer, BLOCKS, enable_nested_tensor=False).eval()
+    return nn.TransformerEncoder(
+        layer, BLOCKS, enable_nested_tensor=False
+    ).eval()

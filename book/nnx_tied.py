@@ -1,6 +1,6 @@
-"""The tied NNX model of chapter 02, its untied twin and a helper to list their parameters, shared by the
-chapter's two pages (02 shows the class with ``literalinclude``: written once, run as shown).
-"""
+"""The tied NNX model of chapter 02, its untied twin and a helper to list their
+parameters, shared by the chapter's two pages (02 shows the class with
+``literalinclude``: written once, run as shown)."""
 import jax
 import jax.numpy as jnp
 from flax import nnx
@@ -11,7 +11,8 @@ class TiedLM(nnx.Module):
 
     def __init__(self, vocab_size, d_model, rngs):
         draw = jax.random.normal(rngs.params(), (vocab_size, d_model))
-        self.embedding = nnx.Param(draw / jnp.sqrt(d_model))  # the one (V, D) parameter
+        # the one (V, D) parameter
+        self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
 
     def __call__(self, token_ids):
         E = self.embedding[...]      # the jax.Array inside the Param
@@ -32,7 +33,9 @@ class UntiedLM(nnx.Module):
 
     def __init__(self, vocab_size, d_model, rngs):
         scale, shape = 1 / jnp.sqrt(d_model), (vocab_size, d_model)
-        self.embedding = nnx.Param(jax.random.normal(rngs.params(), shape) * scale)
+        self.embedding = nnx.Param(
+            jax.random.normal(rngs.params(), shape) * scale
+        )
         self.head = nnx.Param(jax.random.normal(rngs.params(), shape) * scale)
 
     def __call__(self, token_ids):

@@ -1,8 +1,7 @@
 """The small tied language model of chapter 03, shared by its two pages.
 
-Its source is shown on the pages with ``literalinclude``, so the reader sees the code that
-runs, written once.
-"""
+Its source is shown on the pages with ``literalinclude``, so the reader sees the
+code that runs, written once."""
 import torch
 import torch.nn as nn
 
@@ -13,19 +12,31 @@ class PocketLM(nn.Module):
         self.embed = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(max_len, d_model)
         self.blocks = nn.ModuleList(
-            nn.TransformerEncoderLayer(d_model, n_heads, dim_feedforward=4 * d_model,
-                                       dropout=0.0, batch_first=True, norm_first=True)
+            nn.TransformerEncoderLayer(
+                d_model,
+                n_heads,
+                dim_feedforward=4 * d_model,
+                dropout=0.0,
+                batch_first=True,
+                norm_first=True,
+            )
             for _ in range(n_layers)
         )
         self.ln_f = nn.LayerNorm(d_model)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
-        self.lm_head.weight = self.embed.weight       # the tie, once, in __init__
-        nn.init.normal_(self.embed.weight, std=0.02)  # GPT-2's scale, not N(0, 1): see below
+        # the tie, once, in __init__
+        self.lm_head.weight = self.embed.weight
+        # GPT-2's scale, not N(0, 1): see below
+        nn.init.normal_(self.embed.weight, std=0.02)
 
     def forward(self, input_ids):  # (B, T) -> (B, T, V)
         T = input_ids.shape[1]
-        x = self.embed(input_ids) + self.pos(torch.arange(T, device=input_ids.device))
-        causal = nn.Transformer.generate_square_subsequent_mask(T, device=input_ids.device)
+        x = self.embed(input_ids) + self.pos(
+            torch.arange(T, device=input_ids.device)
+        )
+        causal = nn.Transformer.generate_square_subsequent_mask(
+            T, device=input_ids.device
+        )
         for block in self.blocks:
             x = block(x, src_mask=causal, is_causal=True)
         return self.lm_head(self.ln_f(x))

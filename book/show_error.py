@@ -4,6 +4,20 @@ and the paths of the machine that built the book. The build fails if nothing is 
 from __future__ import annotations
 
 import contextlib
+import re
+import textwrap
+
+# A link in parentheses at the end of a message: longer than the code box, and the
+# page cites the library's documentation itself.
+TRAILING_LINK = re.compile(r"\s*\(?https?://\S+\)?\s*$")
+
+
+def describe(error: BaseException, whole: bool = False) -> str:
+    """``Type: message`` (its first line, or all of it joined) within 80 columns."""
+    lines = str(error).strip().splitlines() or [""]
+    message = " ".join(" ".join(lines).split()) if whole else lines[0]
+    text = f"{type(error).__name__}: {TRAILING_LINK.sub('', message)}"
+    return textwrap.fill(text, 80, subsequent_indent="  ", break_on_hyphens=False)
 
 
 @contextlib.contextmanager
@@ -11,7 +25,6 @@ def show_error():
     try:
         yield
     except Exception as error:   # noqa: BLE001 - any exception is the point of the example
-        message = str(error).strip().splitlines()
-        print(f"{type(error).__name__}: {message[0] if message else ''}")
+        print(describe(error))
     else:
         raise AssertionError("the example was meant to raise an exception, and did not")

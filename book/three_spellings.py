@@ -1,10 +1,10 @@
-"""Chapter 07's tied model, spelt once in each framework: Flax Linen, Flax NNX, PyTorch.
+"""Chapter 07's tied model, spelt once in each framework: Flax Linen, Flax NNX,
+PyTorch.
 
-Look the ids up in the (V, d) embedding, mix with one square dense layer and a residual
-connection, and project back with the same matrix. The page shows each class in a tab
-(``literalinclude``) and imports them from here, so the code shown is the code run; the
-exercise notebook defines the same three classes.
-"""
+Look the ids up in the (V, d) embedding, mix with one square dense layer and a
+residual connection, and project back with the same matrix. The page shows each
+class in a tab (``literalinclude``) and imports them from here, so the code
+shown is the code run; the exercise notebook defines the same three classes."""
 from __future__ import annotations
 
 import flax.linen as linen
@@ -42,7 +42,8 @@ class TorchTiedLM(torch.nn.Module):
         self.embed = torch.nn.Embedding(vocab_size, d_model)
         self.mixer = torch.nn.Linear(d_model, d_model)
         self.lm_head = torch.nn.Linear(d_model, vocab_size, bias=False)
-        self.lm_head.weight = self.embed.weight  # the tie: one Parameter, two modules
+        # the tie: one Parameter, two modules
+        self.lm_head.weight = self.embed.weight
 
     def forward(self, token_ids):
         x = self.embed(token_ids)

@@ -155,19 +155,22 @@ def prepare(cfg: Config) -> dict:
 class LSTMLanguageModel(nn.Module):
     """Embedding -> one LSTM layer -> linear head over the vocabulary."""
 
-    def __init__(self, vocab_size: int, d_model: int, tied: bool, dropout: float = 0.0):
+    def __init__(self, vocab_size: int, d_model: int, tied: bool,
+                 dropout: float = 0.0):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, d_model)
         self.lstm = nn.LSTM(d_model, d_model, batch_first=True)
         self.head = nn.Linear(d_model, vocab_size)
         self.drop = nn.Dropout(dropout)
-        # Both variants draw the same random numbers, so that with one seed they start
-        # from the same embedding and the same LSTM; only the untied head is extra.
+        # Both variants draw the same random numbers, so that with one seed they
+        # start from the same embedding and the same LSTM; only the untied head
+        # is extra.
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
         nn.init.uniform_(self.head.weight, -0.1, 0.1)
         nn.init.zeros_(self.head.bias)
         if tied:
-            self.head.weight = self.embed.weight  # one Parameter, used by both modules
+            # one Parameter, used by both modules
+            self.head.weight = self.embed.weight
 
     def forward(self, ids, state=None):
         hidden, state = self.lstm(self.drop(self.embed(ids)), state)

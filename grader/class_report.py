@@ -1,9 +1,11 @@
 """``grader report GRADEBOOK``: one offline HTML page about a graded class.
 
 It answers a teacher's questions in the order they come: how did the class score on
-each chapter, which items did it pass, which mistakes did it make most (with the
-message the students read), and which submissions were slow or could not be graded.
-The plots are PNGs inside the page, so it opens anywhere, with no network.
+each chapter, which items did it pass, what each student got on each item (a table
+sorted by clicking a heading, with their key mistake), which mistakes it made on each
+item (with the message the students read, which holds that item's hint), and which
+submissions were slow or could not be graded.  A table with no rows is left out.  The
+plots are PNGs inside the page, so it opens anywhere, with no network.
 """
 from __future__ import annotations
 
@@ -66,16 +68,40 @@ def pass_rates(graded: list[dict]) -> list[tuple[str, str, float, int]]:
     return [(c, i, sum(v) / len(v), len(v)) for (c, i), v in seen.items()]
 
 
-def mistakes(graded: list[dict]) -> list[tuple[str, int, str]]:
-    """(message key, how many submissions, one message as students read it), most frequent first."""
-    counts: Counter[str] = Counter()
-    example: dict[str, str] = {}
+def item_mistakes(graded: list[dict]) -> dict[tuple[str, str], list[tuple[str, int, str]]]:
+    """For each (chapter, item) that some submission failed: (message key, how many
+    submissions, one message as students read it), most frequent first."""
+    counts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    example: dict[tuple[str, str, str], str] = {}
     for entry in graded:
         for item in entry["items"]:
             if item["verdict"] != "pass" and item["key"]:
-                counts[item["key"]] += 1
-                example.setdefault(item["key"], item["message"])
-    return [(key, n, example[key]) for key, n in counts.most_common(TOP)]
+                where = (entry["chapter"], item["item"])
+                counts[where][item["key"]] += 1
+                example.setdefault((*where, item["key"]), item["message"])
+    return {where: [(key, n, example[(*where, key)]) for key, n in found.most_common(TOP)]
+            for where, found in counts.items()}
+
+
+def key_mistake(entry: dict) -> str:
+    """A submission's first failed item and its mistake, as HTML, the message it read on
+    hover (later failures often follow from the first)."""
+    first = next((i for i in entry["items"] if i["verdict"] != "pass"), None)
+    if first is None:
+        return ""
+    return (f"<span title='{escape(first['message'], quote=True)}'>{escape(first['item'])}: "
+            f"<code>{escape(first['key'] or first['verdict'])}</code></span>")
+
+
+def table(headers: list[str], rows: list[list[str]], sortable: bool = False) -> str:
+    """An HTML table of already escaped cells, in a box that scrolls sideways when the
+    table is wider than the screen; nothing at all when there are no rows."""
+    if not rows:
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    kind = " class='sortable'" if sortable else ""
+    return f"<div class='wide'><table{kind}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def render_html(entries: dict[str, dict], lang: str) -> str:
@@ -83,33 +109,44 @@ def render_html(entries: dict[str, dict], lang: str) -> str:
     bad = [e for e in entries.values() if "error" in e]
     t = lambda key, **kw: escape(text(key, lang, **kw))
     parts = [f"<h1>{t('ui.report_title')}</h1>",
-             f"<p>{t('ui.report_summary', graded=len(graded), bad=len(bad))}</p>",
-             f"<h2>{t('ui.report_scores')}</h2>"]
-    parts += [f"<figure><img alt='{escape(c)}' src='{src}'></figure>" for c, src in score_plots(graded, lang)]
-    parts.append(f"<h2>{t('ui.report_pass_rate')}</h2><table><tr><th>{t('ui.item')}</th>"
-                 f"<th>{t('ui.report_passed')}</th></tr>")
-    for chapter, item, share, n in pass_rates(graded):
-        parts.append(f"<tr><td>{escape(chapter)} · {escape(item)}</td><td><span class='bar' "
-                     f"style='width:{share * 12:.1f}em'></span> {share:.0%} ({n})</td></tr>")
-    parts.append(f"</table><h2>{t('ui.report_mistakes')}</h2><table><tr><th>{t('ui.report_mistake')}</th>"
-                 f"<th>{t('ui.report_submissions')}</th><th>{t('ui.report_message')}</th></tr>")
-    for key, n, message in mistakes(graded):
-        parts.append(f"<tr><td><code>{escape(key)}</code></td><td>{n}</td><td>{escape(message)}</td></tr>")
+             f"<p>{t('ui.report_summary', graded=len(graded), bad=len(bad))}</p>"]
+    plots = score_plots(graded, lang)
+    if plots:
+        parts.append(f"<h2>{t('ui.report_scores')}</h2>")
+        parts += [f"<figure><img alt='{escape(c)}' src='{src}'></figure>" for c, src in plots]
+    rates = [[f"{escape(c)} · {escape(i)}", f"<span class='bar' style='width:{share * 12:.1f}em'></span> "
+              f"{share:.0%} ({n})"] for c, i, share, n in pass_rates(graded)]
+    if rates:
+        parts += [f"<h2>{t('ui.report_pass_rate')}</h2>", table([t("ui.item"), t("ui.report_passed")], rates)]
+    for chapter in sorted({e["chapter"] for e in graded}):
+        students = sorted((e for e in graded if e["chapter"] == chapter), key=lambda e: e["student"])
+        items = [i["item"] for i in students[0]["items"]]
+        rows = [[escape(e["student"]), str(e["points"]), *(str(i["points"]) for i in e["items"]),
+                 key_mistake(e)] for e in students]
+        parts += [f"<h2>{t('ui.report_per_student', chapter=chapter)}</h2><p>{t('ui.report_sort_hint')}</p>",
+                  table([t("ui.report_student"), t("ui.total"), *map(escape, items), t("ui.report_key_mistake")],
+                        rows, sortable=True)]
+    per_item = item_mistakes(graded)
+    if per_item:
+        parts.append(f"<h2>{t('ui.report_mistakes')}</h2>")
+    for (chapter, item), found in per_item.items():
+        parts += [f"<h3>{escape(chapter)} · {escape(item)}</h3>",
+                  table([t("ui.report_mistake"), t("ui.report_submissions"), t("ui.report_message")],
+                        [[f"<code>{escape(key)}</code>", str(n), escape(message)] for key, n, message in found])]
     slowest = sorted(graded, key=lambda e: -e.get("seconds", 0))[:TOP]
-    parts.append(f"</table><h2>{t('ui.report_slowest')}</h2><table><tr><th>{t('ui.report_student')}</th>"
-                 f"<th>{t('ui.report_seconds')}</th><th>{t('ui.points')}</th></tr>")
-    for e in slowest:
-        parts.append(f"<tr><td>{escape(e['student'])} · {escape(e['chapter'])}</td><td>{e.get('seconds', 0):.1f}</td>"
-                     f"<td>{e['points']}/{e['max_points']}</td></tr>")
-    parts.append(f"</table><h2>{t('ui.report_failed')}</h2><table><tr><th>{t('ui.report_student')}</th>"
-                 f"<th>{t('ui.report_message')}</th></tr>")
+    rows = [[f"{escape(e['student'])} · {escape(e['chapter'])}", f"{e.get('seconds', 0):.1f}",
+             f"{e['points']}/{e['max_points']}"] for e in slowest]
+    if rows:
+        parts += [f"<h2>{t('ui.report_slowest')}</h2>",
+                  table([t("ui.report_student"), t("ui.report_seconds"), t("ui.points")], rows)]
     unfinished = [(e["student"], e["message"]) for e in bad]
     unfinished += [(e["student"], i["message"]) for e in graded for i in e["items"]
                    if i["verdict"] in ("timeout", "oom", "not_reached")][:TOP]
-    for student, message in unfinished:
-        parts.append(f"<tr><td>{escape(student)}</td><td>{escape(message)}</td></tr>")
-    parts.append("</table>")
-    return PAGE.format(lang=lang, title=t("ui.report_title"), body="\n".join(parts))
+    if unfinished:
+        parts += [f"<h2>{t('ui.report_failed')}</h2>",
+                  table([t("ui.report_student"), t("ui.report_message")],
+                        [[escape(student), escape(message)] for student, message in unfinished])]
+    return PAGE.format(lang=lang, title=t("ui.report_title"), body="\n".join(parts), script=SORTING)
 
 
 def write_report(gradebook: Path, out: Path, lang: str) -> Path:
@@ -129,7 +166,24 @@ table {{ border-collapse: collapse; width: 100%; margin-bottom: 1.5rem; }}
 th, td {{ text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #d0d7de; vertical-align: top; }}
 .bar {{ display: inline-block; height: .8em; background: #3b6ea8; }}
 figure {{ display: inline-block; margin: 0 1rem 1rem 0; }} img {{ max-width: 100%; }}
+.sortable th {{ cursor: pointer; text-decoration: underline dotted; }}
+.wide {{ overflow-x: auto; }} td code {{ white-space: nowrap; }}
+pre {{ overflow-x: auto; background: #f6f8fa; padding: .6rem; }} pre.output {{ background: #eef6ee; }}
 </style></head><body>
 {body}
+<script>{script}</script>
 </body></html>
+"""
+
+# Clicking a heading of a sortable table sorts its rows by that column (numbers as
+# numbers), a second click the other way round.
+SORTING = """
+document.querySelectorAll("table.sortable th").forEach((th, col) => th.addEventListener("click", () => {
+  const body = th.closest("table").tBodies[0];
+  const key = r => { const v = r.cells[col].textContent; return isNaN(parseFloat(v)) ? v : parseFloat(v); };
+  const down = th.dataset.down !== "1";
+  th.dataset.down = down ? "1" : "0";
+  [...body.rows].sort((a, b) => (key(a) > key(b) ? 1 : key(a) < key(b) ? -1 : 0) * (down ? -1 : 1))
+    .forEach(r => body.appendChild(r));
+}));
 """

@@ -1,4 +1,4 @@
-"""Command line: ``grader check``, ``grade``, ``merge``, ``report``, ``export``,
+"""Command line: ``grader check``, ``grade``, ``merge``, ``report``, ``feedback``, ``export``,
 ``release``, and the platforms' entry points ``gradescope`` and ``prairielearn``.
 
 Exit codes: 0 when every item passes, 1 when any fails, 2 for usage errors and
@@ -38,7 +38,7 @@ def positive(kind):
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="grader", description="Grade Tied exercise notebooks.")
     sub = top.add_subparsers(dest="command", required=True,
-                             metavar="{check,grade,merge,report,export,release,gradescope,prairielearn}")
+                             metavar="{check,grade,merge,report,feedback,export,release,gradescope,prairielearn}")
 
     def language(p):
         p.add_argument("--lang", choices=LANGUAGES, default=None, help="message language (default: from the locale)")
@@ -81,23 +81,41 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, default=Path("report.html"))
     language(report)
 
+    feedback = sub.add_parser("feedback", help="write one offline HTML page of feedback per student")
+    feedback.add_argument("gradebook", type=Path, help="folder of gradebook.json")
+    feedback.add_argument("--out", type=Path, default=Path("feedback"))
+    feedback.add_argument("--lang", choices=LANGUAGES, default=None, dest="page_lang",
+                          help="the pages' language (default: the gradebook's)")
+    feedback.add_argument("--book", default=(Path(__file__).resolve().parent.parent / "_build" / "html").as_uri(),
+                          help="where the rendered book is, for the links (default: this checkout's build)")
+
     export = sub.add_parser("export", help="write what Gradescope, PrairieLearn or Canvas take")
     formats = export.add_subparsers(dest="format", required=True, metavar="{gradescope,prairielearn,canvas}")
     for name, out, what in (("gradescope", "autograder.zip", "an autograder zip"),
-                            ("prairielearn", "tied-grader", "a folder for serverFilesCourse")):
+                            ("prairielearn", "tied-prairielearn", "a course piece: question, entry point, image")):
         platform = formats.add_parser(name, help=what)
         platform.add_argument("chapter")
         platform.add_argument("--out", type=Path, default=Path(out))
         language(platform)
+        if name == "gradescope":
+            platform.add_argument("--secret", type=Path, dest="export_secret",
+                                  help="the teacher's secret file, for the hidden cases (only the grader reads it)")
+        if name == "prairielearn":
+            platform.add_argument("--image", default="tied/grader",
+                                  help="the image's name on Docker Hub, for info.json (default tied/grader)")
     canvas = formats.add_parser("canvas", help="a gradebook import CSV")
     canvas.add_argument("--gradebook", type=Path, default=Path("gradebook"))
     canvas.add_argument("--out", type=Path, default=Path("canvas.csv"))
     canvas.add_argument("--column", default="Tied {chapter}", help="assignment column name (default 'Tied {chapter}')")
+    canvas.add_argument("--roster", type=Path, help="the course's Canvas gradebook export (CSV), to match students")
+    language(canvas)
 
     for name, inbox in (("gradescope", "submission"), ("prairielearn", "student")):
         entry = sub.add_parser(name, help=f"grade ROOT/{inbox} into ROOT/results/results.json ({name}'s layout)")
         entry.add_argument("--root", type=Path, required=True)
         entry.add_argument("--chapter", required=True)
+        entry.add_argument("--timeout", type=float, default=None, help="seconds per notebook (default 120)")
+        entry.add_argument("--user", default="", help="run the notebook as this unprivileged user (the grader as root)")
         language(entry)
         secret(entry)
 
@@ -227,6 +245,20 @@ def run_report(args) -> int:
     return EXIT_OK
 
 
+def run_feedback(args) -> int:
+    from .feedback import write_feedback
+    from .gradebook import recorded_lang
+
+    try:
+        lang = args.page_lang or recorded_lang(args.gradebook) or args.lang
+        written = write_feedback(args.gradebook, args.out, lang, args.book)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"grader feedback: {args.gradebook / 'gradebook.json'}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{args.out}: {len(written)}")
+    return EXIT_OK
+
+
 def run_export(args) -> int:
     from . import platforms
     from .atomic import write_atomic
@@ -238,14 +270,25 @@ def run_export(args) -> int:
         if args.format == "canvas":
             entries = load(args.gradebook)
             names = sorted({e["chapter"] for e in entries.values() if "error" not in e})
-            write_atomic(args.out, platforms.canvas_csv(entries, names, lambda c: args.column.format(chapter=c)))
+            roster = platforms.read_roster(args.roster) if args.roster else None
+            table, unmatched, absent = platforms.canvas_csv(entries, names, lambda c: args.column.format(chapter=c),
+                                                            roster)
+            write_atomic(args.out, table)
+            if roster is None:
+                print(text("ui.canvas_no_roster", args.lang), file=sys.stderr)
+            for key, names in (("ui.canvas_unmatched", unmatched), ("ui.canvas_absent", absent)):
+                if names:
+                    print(text(key, args.lang, names=", ".join(names)), file=sys.stderr)
         elif args.chapter not in chapters():
             print(f"grader export: no chapter {args.chapter!r} (known: {', '.join(chapters())})", file=sys.stderr)
             return EXIT_USAGE
         elif args.format == "gradescope":
-            platforms.export_gradescope(args.chapter, args.lang, args.out, source)
+            secret = args.export_secret.read_bytes().strip() if args.export_secret else None
+            if secret == b"":
+                raise ValueError(f"--secret {args.export_secret}: the file is empty")
+            platforms.export_gradescope(args.chapter, args.lang, args.out, source, secret)
         else:
-            platforms.export_prairielearn(args.chapter, args.lang, args.out, source)
+            platforms.export_prairielearn(args.chapter, args.lang, args.out, source, args.image)
     except (OSError, ValueError, KeyError) as exc:
         print(f"grader export: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -257,8 +300,11 @@ def run_platform(args) -> int:
     from . import platforms
 
     run = platforms.run_gradescope if args.command == "gradescope" else platforms.run_prairielearn
+    if args.user and os.geteuid() != 0:
+        print(f"--user {args.user}: the grader must run as root to run notebooks as another user", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        return run(args.root, args.chapter, args.lang)
+        return run(args.root, args.chapter, args.lang, args.timeout, args.user)
     except Interrupted:
         return interrupted(text("common.interrupted", args.lang))
     except Exception as exc:
@@ -283,24 +329,29 @@ def use_secret(args) -> str:
 
 
 def sandbox_ready(args) -> str:
-    """With ``--sandbox``: an error message when it cannot be had; a note (on stderr)
-    when the machine lets it count less than it should."""
+    """With ``--sandbox``: an error message when it cannot be had."""
     if not getattr(args, "sandbox", False):
         return ""
-    import tempfile
-
-    from .sandbox import Sandbox, SandboxUnavailable
+    from .sandbox import SandboxUnavailable, bwrap
 
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            box = Sandbox(Path(tmp), 1 << 30, {})
-            note = box.limits_note()
-            box.close()
+        bwrap()
     except SandboxUnavailable as exc:
         return str(exc)
-    if note:
-        print(note, file=sys.stderr)
     return ""
+
+
+def containment_notice(args) -> None:
+    """``check`` and ``grade``: one line on stderr saying what the limits do not count
+    where this machine lets the grader make no cgroups (``grader.cgroups``)."""
+    if args.command not in ("check", "grade"):
+        return
+    from .cgroups import NOT_COUNTED, JobCgroups
+
+    groups = JobCgroups(1 << 30)
+    groups.close()
+    if groups.missing():
+        print(" ".join(text(NOT_COUNTED[c], args.lang) for c in groups.missing()), file=sys.stderr)
 
 
 def run_release(args) -> int:
@@ -327,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return EXIT_USAGE
+    containment_notice(args)
     if args.command == "release":  # quick, and writes no gradebook: Ctrl-C stops it as usual
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if requested():
@@ -334,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     # check and grade stop at their first safe point after a Ctrl-C, even one pressed
     # during the imports: grade writes its (empty) gradebook first.
     commands = {"check": run_check, "grade": run_grade, "merge": run_merge, "report": run_report,
-                "export": run_export, "release": run_release, "gradescope": run_platform, "prairielearn": run_platform}
+                "feedback": run_feedback, "export": run_export, "release": run_release,
+                "gradescope": run_platform, "prairielearn": run_platform}
     try:
         return commands[args.command](args)
     except Exception as exc:  # a bug of the grader's own: one line, never a traceback

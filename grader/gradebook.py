@@ -115,7 +115,13 @@ class Gradebook:
         writer.writeheader()
         writer.writerows(self.rows())
         write_atomic(self.csv_path, buf.getvalue())
-        write_atomic(self.json_path, dumps({"submissions": self.entries}))
+        write_atomic(self.json_path, dumps({"lang": self.lang, "submissions": self.entries}))
+
+
+def recorded_lang(out: Path) -> str:
+    """The language a gradebook's messages are in ("" when it does not say)."""
+    lang = json.loads((out / "gradebook.json").read_text(encoding="utf-8")).get("lang", "")
+    return lang if isinstance(lang, str) else ""
 
 
 def progress(done: int, total: int, label: str) -> None:

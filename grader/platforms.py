@@ -5,8 +5,11 @@
   ``/autograder/results/results.json`` (its "Autograder Specifications": a top-level
   ``score`` and ``tests``, each with ``name``, ``score``, ``max_score``, ``status``,
   ``output`` and ``visibility``).
-- **PrairieLearn**'s external grader runs one container per submission with the
-  student's files under ``/grade/student`` and reads ``/grade/results/results.json``
+- **PrairieLearn**'s external grader runs one container per submission, for a question
+  whose ``info.json`` enables it (``externalGradingOptions``: ``enabled``, ``image``,
+  ``serverFilesCourse``, the folders it copies to ``/grade/serverFilesCourse``,
+  ``entrypoint`` and ``timeout``, 30 s unless set, at most 600), with the student's
+  files under ``/grade/student``, and reads ``/grade/results/results.json``
   (``gradable``, ``score`` in [0, 1], ``message``, ``tests`` with ``points`` and
   ``max_points``).
 - **Canvas** imports a gradebook CSV with the columns ``Student``, ``ID``,
@@ -20,12 +23,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import stat
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 from .atomic import write_atomic
+from .grading_requirements import requirements
 from .i18n import render, text
 from .registry import Finding
 
@@ -120,28 +131,72 @@ def find_submission(folder: Path, chapter: str) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-def canvas_csv(entries: dict[str, dict], chapters: list[str], column) -> str:
-    """A Canvas gradebook import: one row per student, one column per chapter
-    (``column(chapter)`` names it as the course's assignment), a chapter's best score."""
+def best_scores(entries: dict[str, dict], chapters: list[str]) -> dict[str, dict[str, int]]:
+    """Each submission folder's best score per chapter (a folder with no graded
+    notebook is there, with no score)."""
     scores: dict[str, dict[str, int]] = {}
     for entry in entries.values():
-        if "error" in entry or entry.get("chapter") not in chapters:
-            scores.setdefault(entry["student"], {})
-            continue
         best = scores.setdefault(entry["student"], {})
-        best[entry["chapter"]] = max(best.get(entry["chapter"], 0), entry["points"])
+        if "error" not in entry and entry.get("chapter") in chapters:
+            best[entry["chapter"]] = max(best.get(entry["chapter"], 0), entry["points"])
+    return scores
+
+
+def read_roster(path: Path) -> list[dict[str, str]]:
+    """The students of a Canvas gradebook export (its own "Points Possible" row left
+    out); a ValueError names the columns it lacks."""
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in CANVAS_FIXED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: not a Canvas gradebook export (no column {', '.join(missing)})")
+        return [row for row in reader if row["Student"].strip() not in ("", "Points Possible")]
+
+
+def roster_match(scores: dict[str, dict[str, int]], roster: list[dict[str, str]]):
+    """Each roster row's submission folder, matched by SIS login or SIS user id
+    (case ignored); the folders no row claims; the rows without a folder."""
+    folders = {name.casefold(): name for name in scores}
+    matched = []
+    for row in roster:
+        keys = [row[k].strip().casefold() for k in ("SIS Login ID", "SIS User ID") if row[k].strip()]
+        matched.append((row, next((folders[k] for k in keys if k in folders), None)))
+    claimed = {folder for _, folder in matched}
+    return (matched, sorted(set(scores) - claimed),
+            [row["Student"] for row, folder in matched if folder is None])
+
+
+def canvas_csv(entries: dict[str, dict], chapters: list[str], column, roster: list[dict] | None = None):
+    """A Canvas gradebook import: the fixed columns, one column per chapter
+    (``column(chapter)`` names it as the course's assignment), a "Points Possible" row,
+    then one row per student with the chapter's best score.  With a ``roster`` (the
+    course's gradebook export) its rows are the students, filled in from their folders;
+    without one, each folder is a student named after it.  Returns the CSV text, the
+    folders no roster row claims and the students without a submission (their cells
+    are left empty: Canvas then changes nothing)."""
+    scores = best_scores(entries, chapters)
+    possible = {}
+    for entry in entries.values():
+        if "error" not in entry and entry.get("chapter") in chapters:
+            possible[entry["chapter"]] = entry["max_points"]
+    if roster is None:
+        roster = [{"Student": s, "ID": "", "SIS User ID": "", "SIS Login ID": s, "Section": ""} for s in sorted(scores)]
+    matched, unmatched, absent = roster_match(scores, roster)
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow([*CANVAS_FIXED, *(column(c) for c in chapters)])
-    for student in sorted(scores):
-        writer.writerow([student, "", "", student, "", *(scores[student].get(c, 0) for c in chapters)])
-    return buf.getvalue()
+    writer.writerow(["Points Possible", "", "", "", "", *(possible.get(c, "") for c in chapters)])
+    for row, folder in matched:
+        cells = [scores[folder].get(c, 0) if folder is not None else "" for c in chapters]
+        writer.writerow([*(row[k] for k in CANVAS_FIXED), *cells])
+    return buf.getvalue(), unmatched, absent
 
 
 # ---------------------------------------------------------------- grading in a container
 
-def grade_folder(folder: Path, chapter: str, lang: str) -> dict:
-    """Grade the chapter's notebook found in ``folder``: ``report.as_dict``'s entry."""
+def grade_folder(folder: Path, chapter: str, lang: str, timeout: float | None = None, user: str = "") -> dict:
+    """Grade the chapter's notebook found in ``folder``: ``report.as_dict``'s entry; the
+    notebook runs as ``user`` when one is named."""
     from . import disk_cache
     from .report import as_dict
     from .runner import Limits, grade
@@ -150,20 +205,22 @@ def grade_folder(folder: Path, chapter: str, lang: str) -> dict:
     if notebook is None:
         return no_notebook(folder, lang)
     with disk_cache.compiled_programs() as compiled:
-        return as_dict(grade(notebook, Limits(jax_cache=compiled), chapter), lang)
+        limits = Limits(jax_cache=compiled, user=user)
+        limits = limits if timeout is None else replace(limits, timeout=timeout)
+        return as_dict(grade(notebook, limits, chapter), lang)
 
 
-def run_gradescope(root: Path, chapter: str, lang: str) -> int:
+def run_gradescope(root: Path, chapter: str, lang: str, timeout: float | None = None, user: str = "") -> int:
     """``run_autograder``: grade ``root/submission`` into ``root/results/results.json``."""
-    entry = grade_folder(root / "submission", chapter, lang)
+    entry = grade_folder(root / "submission", chapter, lang, timeout, user)
     (root / "results").mkdir(parents=True, exist_ok=True)
     write_atomic(root / "results" / "results.json", json.dumps(gradescope_results(entry, lang), ensure_ascii=False))
     return 0
 
 
-def run_prairielearn(root: Path, chapter: str, lang: str) -> int:
+def run_prairielearn(root: Path, chapter: str, lang: str, timeout: float | None = None, user: str = "") -> int:
     """The external grader's entry point: ``root/student`` into ``root/results/results.json``."""
-    entry = grade_folder(root / "student", chapter, lang)
+    entry = grade_folder(root / "student", chapter, lang, timeout, user)
     (root / "results").mkdir(parents=True, exist_ok=True)
     write_atomic(root / "results" / "results.json", json.dumps(prairielearn_results(entry, lang), ensure_ascii=False))
     return 0
@@ -173,30 +230,126 @@ def run_prairielearn(root: Path, chapter: str, lang: str) -> int:
 
 SOURCE_FILES = ("pyproject.toml", "constraints.txt", "README.md")
 
+CPU_WHEELS = "https://download.pytorch.org/whl/cpu"  # PyTorch's own index of CPU-only wheels
+
 GRADESCOPE_SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder image (choose the Ubuntu
-# 24.04 base image: Python 3.12).  It installs Tied's grader at the tested versions.
+# 24.04 base image: Python 3.12).  It installs only what grading {chapter} needs, at the
+# tested versions, then locks the image down (lock_down.sh).
 set -euo pipefail
 apt-get update
-apt-get install -y python3 python3-venv python3-pip
+apt-get install -y --no-install-recommends python3 python3-venv
 python3 -m venv /autograder/venv
-/autograder/venv/bin/pip install -c /autograder/source/tied/constraints.txt /autograder/source/tied
+{install}
+bash /autograder/source/lock_down.sh /autograder
 """
 
-PRAIRIELEARN_IMAGE = """# The external grader's image: docker build -t <course>/tied-grader . (in this folder),
-# then name it in the question's info.json: "externalGradingOptions": {"image":
-# "<course>/tied-grader", "entrypoint": "/grade/serverFilesCourse/<this folder>/run.sh"}.
-FROM python:3.11-slim
-COPY tied /opt/tied
-RUN pip install --no-cache-dir -c /opt/tied/constraints.txt /opt/tied
+# Run as root after the install, with the autograder's root as its argument: the student's
+# notebook will run as an unprivileged user (run_autograder), who must not read the
+# secret, the references (the chapter modules, in the source and in the installed
+# package) or the grader's caches, nor write the results or the installed grader.
+LOCK_DOWN = """#!/usr/bin/env bash
+set -euo pipefail
+ROOT="$1"
+if [ -f "$ROOT/source/secret" ]; then
+  install -m 600 "$ROOT/source/secret" "$ROOT/secret"
+  rm -f "$ROOT/source/secret"
+fi
+chmod -R go-rwx "$ROOT/source"
+find "$ROOT/venv/" -path '*/site-packages/grader/chapters/*.py' ! -name '*_probe.py' ! -name '__init__.py' \\
+  -exec chmod 600 {} +
+mkdir -p "$ROOT/results"
+chmod 755 "$ROOT/results"
 """
+
+GRADESCOPE_RUN = """#!/usr/bin/env bash
+# Gradescope runs this once per submission, in a fresh container, as root.  The grader
+# stays root; the notebook runs as an unprivileged user, made here if need be.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")" && pwd)"
+STUDENT="${{TIED_STUDENT_USER:-student}}"
+id -u "$STUDENT" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$STUDENT"
+SECRET=()
+if [ -f "$ROOT/secret" ]; then SECRET=(--secret "$ROOT/secret"); fi
+mkdir -p "$ROOT/results"
+chmod 755 "$ROOT/results"
+exec "$ROOT/venv/bin/python" -m grader gradescope --root "$ROOT" --chapter {chapter} --lang {lang} \\
+  --user "$STUDENT" ${{SECRET[@]+"${{SECRET[@]}}"}}
+"""
+
+PRAIRIELEARN_IMAGE = """# The external grader's image (see README.md): docker build -t {image} image/
+# Only what grading {chapter} needs, at the tested versions.
+FROM python:3.12-slim
+COPY tied /opt/tied
+{install}
+"""
+
+
+def install_commands(chapter: str, source: Path, pip: str, package: str) -> list[str]:
+    """The pip commands that install what grading ``chapter`` needs (torch from
+    PyTorch's CPU wheel index), then the package itself without its dependencies."""
+    pypi, cpu_index = requirements(chapter, source)
+    constrained = f"{pip} install --no-cache-dir -c {package}/constraints.txt"
+    commands = [f"{constrained} --index-url {CPU_WHEELS} {' '.join(cpu_index)}"] if cpu_index else []
+    quoted = " ".join(f"'{r}'" if "<" in r else r for r in pypi)
+    return commands + [f"{constrained} {quoted}", f"{pip} install --no-cache-dir --no-deps {package}"]
 
 RUN_SCRIPT = """#!/usr/bin/env bash
 # {platform} runs this once per submission, in a fresh container.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")"{up} && pwd)"
-exec "{python}" -m grader {command} --root "{root}" --chapter {chapter} --lang {lang}
+exec "{python}" -m grader {command} --root "{root}" --chapter {chapter} --lang {lang}{extra}
 """
+
+PRAIRIELEARN_FOLDER = "tied-grader"  # in the course's serverFilesCourse
+PRAIRIELEARN_QUESTION = """<pl-question-panel>
+  <p>Upload your notebook <code>{chapter}.ipynb</code> from Tied's exercises.</p>
+</pl-question-panel>
+<pl-file-upload file-names="{chapter}.ipynb"></pl-file-upload>
+<pl-submission-panel>
+  <pl-external-grader-results></pl-external-grader-results>
+  <pl-file-preview></pl-file-preview>
+</pl-submission-panel>
+"""
+PRAIRIELEARN_README = """# Tied's grader for PrairieLearn: chapter {chapter}
+
+Copy the two folders into your course repository and build the image:
+
+- `serverFilesCourse/{folder}/` holds `run.sh`, the external grader's entry point;
+- `questions/{question}/` holds the question: `info.json` (external grading enabled)
+  and `question.html` (an upload of `{chapter}.ipynb` and the grader's results);
+- `image/` is the image's build context: `docker build -t {image} image/`, then push
+  it to Docker Hub under your course's name and put that name in `info.json`'s
+  `externalGradingOptions.image` (or export again with `--image`).
+
+PrairieLearn copies `serverFilesCourse/{folder}/` to `/grade/serverFilesCourse/{folder}/`
+and the student's file to `/grade/student/`, runs `run.sh`, and reads
+`/grade/results/results.json`.  The job's timeout is {timeout} s: a cold grade of the
+chapter's solution took {cold:.1f} s on the machine that exported this (no cache of
+references or compiled programs, as in a fresh container), times three, plus 30 s;
+the notebook itself gets {notebook_timeout} s, so that a student whose notebook runs
+too long reads why rather than a killed job.  Messages are in "{lang}".
+"""
+
+
+def cold_grade_seconds(chapter: str, source: Path) -> float:
+    """Seconds a cold ``grader check`` of the chapter's solution takes here, as in a fresh
+    container: an empty disk cache of references and no JAX compilation cache."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+        start = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "grader", "check", str(source / "solutions" / f"{chapter}.ipynb"),
+                               "--json"], env={**env, "TIED_CACHE_DIR": cache}, cwd=source, capture_output=True,
+                              text=True, timeout=600)
+        if done.returncode:
+            raise ValueError(f"the cold grade of the {chapter} solution failed: {done.stderr.strip()[-300:]}")
+        return time.monotonic() - start
+
+
+def prairielearn_timeout(cold: float) -> int:
+    """The job's timeout from a cold grade: three times as long, plus 30 s, at most
+    PrairieLearn's 600 s."""
+    return min(600, math.ceil(3 * cold) + 30)
 
 
 def source_files(source: Path) -> list[tuple[Path, str]]:
@@ -213,31 +366,69 @@ def _executable(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
     return info
 
 
-def export_gradescope(chapter: str, lang: str, out: Path, source: Path) -> Path:
-    """An autograder zip: ``setup.sh`` and ``run_autograder`` at its root, the package in ``tied/``."""
-    run = RUN_SCRIPT.format(platform="Gradescope", up="", python="$ROOT/venv/bin/python", command="gradescope",
-                            root="$ROOT", chapter=chapter, lang=lang)
+def export_gradescope(chapter: str, lang: str, out: Path, source: Path, secret: bytes | None = None) -> Path:
+    """An autograder zip: ``setup.sh``, ``lock_down.sh`` and ``run_autograder`` at its
+    root, the package in ``tied/``, and the teacher's ``secret`` when given (setup moves
+    it where only root reads it)."""
+    install = install_commands(chapter, source, "/autograder/venv/bin/pip", "/autograder/source/tied")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(_executable(zipfile.ZipInfo("setup.sh")), GRADESCOPE_SETUP)
-        z.writestr(_executable(zipfile.ZipInfo("run_autograder")), run)
+        z.writestr(_executable(zipfile.ZipInfo("setup.sh")),
+                   GRADESCOPE_SETUP.format(chapter=chapter, install="\n".join(install)))
+        z.writestr(_executable(zipfile.ZipInfo("lock_down.sh")), LOCK_DOWN)
+        z.writestr(_executable(zipfile.ZipInfo("run_autograder")), GRADESCOPE_RUN.format(chapter=chapter, lang=lang))
+        if secret is not None:
+            z.writestr("secret", secret)
         for path, name in source_files(source):
             z.write(path, f"tied/{name}")
     write_atomic(out, buf.getvalue())
     return out
 
 
-def export_prairielearn(chapter: str, lang: str, out: Path, source: Path) -> Path:
-    """A folder for the course's ``serverFilesCourse``: ``run.sh`` (the external grader's
-    entry point, in an image with this package installed) and the package in ``tied/``."""
+def export_prairielearn(chapter: str, lang: str, out: Path, source: Path, image: str,
+                        cold: float | None = None) -> Path:
+    """A ready course piece (``PRAIRIELEARN_README`` says what goes where): the question
+    with external grading enabled, the entry point for ``serverFilesCourse``, the
+    image's build context, and a README for the course staff.  ``cold`` is a cold
+    grade's seconds, measured here when not given."""
+    cold = cold_grade_seconds(chapter, source) if cold is None else cold
+    timeout = prairielearn_timeout(cold)
+    question = f"tied-{chapter}"
+    server = out / "serverFilesCourse" / PRAIRIELEARN_FOLDER
     run = RUN_SCRIPT.format(platform="PrairieLearn", up="/../..", python="python3", command="prairielearn",
-                            root="$ROOT", chapter=chapter, lang=lang)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "run.sh").write_text(run, encoding="utf-8")
-    os.chmod(out / "run.sh", 0o755)
-    (out / "Dockerfile").write_text(PRAIRIELEARN_IMAGE, encoding="utf-8")
+                            root="$ROOT", chapter=chapter, lang=lang, extra=f" --timeout {timeout - 15}")
+    info = {
+        "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"tied-book/{chapter}")),
+        "title": f"Tied: {chapter}",
+        "topic": "Tied",
+        "tags": ["tied"],
+        "type": "v3",
+        "gradingMethod": "External",
+        "singleVariant": True,
+        "externalGradingOptions": {
+            "enabled": True,
+            "image": image,
+            "serverFilesCourse": [f"{PRAIRIELEARN_FOLDER}/"],
+            "entrypoint": f"/grade/serverFilesCourse/{PRAIRIELEARN_FOLDER}/run.sh",
+            "timeout": timeout,
+        },
+    }
+    files = {
+        server / "run.sh": run,
+        out / "questions" / question / "info.json": json.dumps(info, indent=2) + "\n",
+        out / "questions" / question / "question.html": PRAIRIELEARN_QUESTION.format(chapter=chapter),
+        out / "image" / "Dockerfile": PRAIRIELEARN_IMAGE.format(image=image, chapter=chapter, install="\n".join(
+            f"RUN {command}" for command in install_commands(chapter, source, "pip", "/opt/tied"))),
+        out / "README.md": PRAIRIELEARN_README.format(
+            chapter=chapter, folder=PRAIRIELEARN_FOLDER, question=question, image=image, timeout=timeout,
+            cold=cold, notebook_timeout=timeout - 15, lang=lang),
+    }
+    for path, content in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+    os.chmod(server / "run.sh", 0o755)
     for path, name in source_files(source):
-        target = out / "tied" / name
+        target = out / "image" / "tied" / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(path.read_bytes())
     return out

@@ -10,6 +10,7 @@ which makes modules of them wherever the program runs.
 from __future__ import annotations
 
 import ast
+import copy
 import importlib.util
 import json
 from collections.abc import Callable
@@ -88,12 +89,12 @@ def bundle(chapter_probe_module: str) -> tuple[tuple[str, str], ...]:
 @cache
 def probe_source(chapter_probe_module: str) -> str:
     """One self-contained program: the loader, the bundle as text, and what it defines:
-    ``PROBES`` (the probes by name) and ``run_spec_file`` (the kernel's entry point)."""
+    ``PROBES`` (the probes by name) and ``spec_runner`` (the kernel's entry point)."""
     return (
         f"{_text(LOADER)}\n\n"
         f"MODULES = load_modules({bundle(chapter_probe_module)!r}, {PROBE_FILE!r})\n"
         f"PROBES = probes(MODULES, {chapter_probe_module!r})\n"
-        f"run_spec_file = MODULES[{RUNTIME!r}].run_spec_file\n"
+        f"spec_runner = MODULES[{RUNTIME!r}].spec_runner\n"
     )
 
 
@@ -110,19 +111,34 @@ def spec_items(ch: Chapter, only: str | None = None) -> list[dict]:
     ]
 
 
-def write_spec(ch: Chapter, spec_path: Path, out_path: Path) -> None:
-    spec_path.write_text(json.dumps({"out": str(out_path), "items": spec_items(ch)}), encoding="utf-8")
+def write_spec(ch: Chapter, spec_path: Path) -> None:
+    spec_path.write_text(json.dumps({"items": spec_items(ch)}), encoding="utf-8")
+
+
+@cache
+def _probes(chapter_probe_module: str) -> dict:
+    """The probes of a bundle, loaded once in this process."""
+    program: dict = {"__name__": "_tied_probe"}
+    exec(compile(probe_source(chapter_probe_module), PROBE_FILE, "exec"), program)
+    return program["PROBES"]
+
+
+@cache
+def _items(ch: Chapter, only: str | None) -> list[dict]:
+    """The items' cases as the kernel decodes them, decoded once in this process."""
+    return decode_items(spec_items(ch, only))
 
 
 def run_in_process(ch: Chapter, namespace: dict, only: str | None = None,
                    guard: Callable[[str], AbstractContextManager] = lambda name: nullcontext()) -> dict[str, list]:
     """The probes over ``namespace`` in this process (the in-notebook check), each
-    item inside ``guard(item's name)`` (``check()`` puts a time limit there)."""
-    program = {"__name__": "_tied_probe"}
-    exec(compile(probe_source(ch.probe_module), PROBE_FILE, "exec"), program)
+    item inside ``guard(item's name)`` (``check()`` puts a time limit there).  Each run
+    gets its own copy of the cases' arrays, as a kernel does: a function that writes into
+    its input changes no later case."""
     facts: dict[str, list] = {}
-    for item in decode_items(spec_items(ch, only)):
+    probes = _probes(ch.probe_module)
+    for item in copy.deepcopy(_items(ch, only)):
         with guard(item["name"]):
-            run_items([item], program["PROBES"], namespace,
+            run_items([item], probes, namespace,
                       lambda name, found: facts.__setitem__(name, json.loads(json.dumps(found))))
     return facts

@@ -130,10 +130,6 @@ class Chapter:
     items: tuple[Item, ...]
     errors: tuple[ErrorPattern, ...] = ()  # patterns shared by all items of the chapter
 
-    @property
-    def points(self) -> int:
-        return sum(item.points for item in self.items)
-
     def item(self, name: str) -> Item:
         for item in self.items:
             if item.name == name:

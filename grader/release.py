@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 
 from .expected_outputs import MARKER, MARKER_TAG, dumps, expected_from, is_checked, marker, output_text, shown_outputs
+from .notebook_clean import clean, cleaned_text
 from .registry import chapter
 from .verdicts import NOTEBOOK_ITEM
 
@@ -105,14 +106,12 @@ def exercise_from(solution: Path) -> tuple[nbformat.NotebookNode, dict]:
                 tagged(cell)
                 cells.append(expected_cell(cell, cell.outputs))
     nb.cells = cells
-    nb.metadata.pop("widgets", None)
     expected = expected_from(nb)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-            cell.metadata.pop("execution", None)  # the solution's run times
     nb.nbformat, nb.nbformat_minor = 4, 5
-    return nb, expected
+    return clean(nb), expected
 
 
 def release(root: Path, check: bool = False) -> list[str]:
@@ -122,6 +121,7 @@ def release(root: Path, check: bool = False) -> list[str]:
     for solution in sorted((root / "solutions").glob("*.ipynb")):
         exercise, expected = exercise_from(solution)
         for target, content in (
+            (solution, cleaned_text(solution)),
             (root / "exercises" / solution.name, nbformat.writes(exercise) + "\n"),
             (root / "grader" / "expected" / f"{solution.stem}.json", dumps(expected)),
         ):

@@ -7,7 +7,7 @@ import unicodedata
 from dataclasses import replace
 
 from .i18n import render, text
-from .judge import PASS, Verdict
+from .judge import Verdict
 
 NARROWEST = 30  # columns of a message beside the table; with fewer, it goes below its row
 BELOW = 4  # the indent of a message below its row
@@ -129,6 +129,3 @@ def as_dict(result, lang: str) -> dict:
 def dumps(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
 
-
-def passed(result) -> bool:
-    return result.bad is None and all(v.status == PASS for v in result.verdicts)

@@ -4,7 +4,7 @@
 2. ``prepare`` copies them into a fresh folder, with the probe spec beside them;
 3. ``supervisor.supervise`` runs ``grader.worker`` in its own process group under the
    time and memory limits, while the references are computed here in a thread;
-4. ``collect`` reads back the facts the kernel wrote, item by item;
+4. ``collect`` reads the facts and the summary the worker sent through its channel;
 5. ``verdicts.verdicts`` judges them, and names what stopped the items not reached.
 
 The submission itself is only ever read.  After Ctrl-C (``stopping.requested()``)
@@ -24,14 +24,9 @@ from .probe_kernel import write_spec
 from .registry import Chapter, Finding, chapter
 from .result import Result
 from .stopping import Interrupted, requested
-from .submission import BadSubmission, Submission, load, read_regular
+from .submission import BadSubmission, Submission, load
 from .supervisor import POLL, Limits, supervise
 from .verdicts import verdicts
-
-# The kernel writes the facts and the summary is in a folder it can reach, so both
-# are read only as regular files below these sizes (a real run writes a few MB).
-FACTS_LIMIT = 64 * 2**20
-SUMMARY_LIMIT = 2**20
 
 
 def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = None) -> Result:
@@ -46,12 +41,12 @@ def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = 
         job = prepare(sub, ch, Path(tmp))
         refs = threading.Thread(target=warm_references, args=(ch,), daemon=True)
         refs.start()
-        stopped, log = supervise(job, limits)
+        stopped, log, channel = supervise(job, limits)
         while refs.is_alive():  # polled, so that Ctrl-C is not kept waiting
             if requested():
                 raise Interrupted
             refs.join(POLL)
-        facts, summary = collect(job)
+        facts, summary = collect(channel)
     shown = code_cells(json.loads(sub.data.decode("utf-8"))["cells"])
     result = Result(path, sub.chapter, sub.sha256, verdicts(ch, facts, summary, stopped, limits, shown), log=log)
     result.seconds = time.monotonic() - start
@@ -73,43 +68,37 @@ def prepare(sub: Submission, ch: Chapter, tmp: Path) -> dict:
     notebook = work / f"{ch.id}.ipynb"
     notebook.write_bytes(expected_outputs.install(sub.data, ch.id))  # the solution's worked-example outputs
     (tmp / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    job = {
+    write_spec(ch, tmp / "spec.json")
+    job: dict = {
         "notebook": str(notebook),
         "spec": str(tmp / "spec.json"),
-        "facts": str(tmp / "facts.jsonl"),
-        "summary": str(tmp / "summary.json"),
+        "items": [item.name for item in ch.items],
         "ini": str(tmp / "pytest.ini"),
         "probe_module": ch.probe_module,
     }
-    write_spec(ch, Path(job["spec"]), Path(job["facts"]))
     (tmp / "job.json").write_text(json.dumps(job), encoding="utf-8")
     job["path"] = str(tmp / "job.json")
     return job
 
 
-def collect(job: dict) -> tuple[dict[str, list[list]], dict]:
-    """Every record the kernel wrote for each item, in order, and the worker's summary.
+def collect(channel: str) -> tuple[dict[str, list[list]], dict]:
+    """Every record the worker sent for each item, in order, and its last summary.
 
-    Both files lie in a folder the student's code can reach.  They are read only as
-    regular files within a size limit, a facts line counts only as an object
-    ``{"item": str, "facts": list}`` (others are skipped: a kill can cut the last
-    one short), and a summary of any other shape than the worker's is no summary.
-    The judge accepts an item only with exactly one record (``judge.judge_records``).
+    The channel is the worker's alone, but the facts in it are what the student's
+    kernel returned: a line counts only as ``{"item": str, "facts": list}`` or
+    ``{"summary": ...}`` of the worker's shape (others are skipped: a kill can cut the
+    last one short).  The judge accepts an item only with exactly one record
+    (``judge.judge_records``).
     """
     records: dict[str, list[list]] = {}
-    for line in _read_channel(job["facts"], FACTS_LIMIT).split("\n"):
+    summary = None
+    for line in channel.split("\n"):
         record = _json(line)
         if isinstance(record, dict) and isinstance(record.get("item"), str) and isinstance(record.get("facts"), list):
             records.setdefault(record["item"], []).append(record["facts"])
-    summary = _json(_read_channel(job["summary"], SUMMARY_LIMIT))
-    return records, summary if valid_summary(summary) else {}
-
-
-def _read_channel(path: str, limit: int) -> str:
-    try:
-        return read_regular(Path(path), limit).decode("utf-8", errors="replace")
-    except BadSubmission:  # missing, a folder, a link, a FIFO, too large
-        return ""
+        elif isinstance(record, dict) and valid_summary(record.get("summary")):
+            summary = record["summary"]
+    return records, summary or {}
 
 
 def _json(text: str):

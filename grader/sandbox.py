@@ -1,4 +1,4 @@
-"""A sandbox per submission: bubblewrap namespaces and, where the machine allows, cgroups.
+"""A sandbox per submission: bubblewrap namespaces.
 
 ``grader check --sandbox`` and ``grader grade --sandbox`` run each worker (nbval and the
 student's kernel) inside ``bwrap`` with its own user, PID, mount, IPC and network
@@ -6,8 +6,8 @@ namespaces:
 
 - the system, the Python installation and the virtualenv are read-only;
 - ``/tmp`` and the home folder are private and empty;
-- the only writable folder that outlives the kernel is the job's own (its notebook copy,
-  the facts, the summary);
+- the only writable folder that outlives the kernel is the job's own (its notebook
+  copy); the grader reads nothing back from it (``grader.supervisor.Channel``);
 - the class folder, the user's home, the grader's disk cache, and the chapter modules
   that hold the references and build the hidden cases are not there at all; the
   chapters' probe modules (sent into the kernel anyway) and the JAX compilation cache
@@ -16,26 +16,19 @@ namespaces:
 - when the worker ends, or is killed, its PID namespace ends with it: a double-forked,
   ``setsid`` or forking child is killed too.
 
-Memory and processes are counted for everything the submission starts (``memfd``
-memory and detached children included) by a memory and a pids cgroup, where this
-machine lets the grader create them (cgroup v1 controllers writable by the user, as for
-root).  Where it does not, ``limits_note()`` says what is not counted, and the
-grader's own polling of the process tree remains.
+Memory and processes are counted for everything the submission starts, sandbox or
+not, by the job's cgroups (``grader.cgroups``), where the machine lets the grader make
+them.
 """
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
-import uuid
 from importlib.util import find_spec
 from pathlib import Path
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-MAX_PROCESSES = 256  # threads count too: a JAX kernel runs about 60
 HOME = "/home/student"
 
 
@@ -87,12 +80,11 @@ def _grader_binds() -> list[str]:
 
 
 class Sandbox:
-    """One submission's sandbox: a ``bwrap`` command line and, if possible, its cgroups."""
+    """One submission's sandbox: a ``bwrap`` command line and the environment inside."""
 
-    def __init__(self, job_dir: Path, memory: int, env: dict[str, str]):
+    def __init__(self, job_dir: Path, env: dict[str, str]):
         self.binary = bwrap()
         self.job_dir = Path(job_dir).resolve()
-        self.memory = memory
         # The kernels' JAX cache is read, never written: a kernel's program cannot reach
         # a classmate's kernel.  JAX only warns when it cannot write an entry.
         self.jax_cache = env.get("JAX_COMPILATION_CACHE_DIR", "")
@@ -101,36 +93,6 @@ class Sandbox:
         if not os.path.isdir(self.jax_cache):
             self.env.pop("JAX_COMPILATION_CACHE_DIR", None)
             self.jax_cache = ""
-        self.name = f"tied-{uuid.uuid4().hex[:12]}"
-        self.cgroups: dict[str, Path] = {}
-        for controller, settings in (("memory", {"memory.limit_in_bytes": memory}),
-                                     ("pids", {"pids.max": MAX_PROCESSES})):
-            group = CGROUP_ROOT / controller / self.name
-            try:
-                group.mkdir()
-                for name, value in settings.items():
-                    (group / name).write_text(str(value))
-            except OSError:
-                if group.is_dir():
-                    group.rmdir()
-                continue
-            self.cgroups[controller] = group
-        swap = self.cgroups.get("memory")
-        if swap is not None and (swap / "memory.memsw.limit_in_bytes").exists():
-            try:  # memory and swap together, where swap accounting is on
-                (swap / "memory.memsw.limit_in_bytes").write_text(str(memory))
-            except OSError:
-                pass
-
-    def limits_note(self) -> str:
-        """What the cgroups do not count here ("" when both are in place)."""
-        lost = {"memory": "memory held outside the process tree (memfd, detached children) is not counted",
-                "pids": "the number of processes is not limited"}
-        missing = [c for c in lost if c not in self.cgroups]
-        if not missing:
-            return ""
-        return f"--sandbox: no {' or '.join(missing)} cgroup could be created here, so " + \
-            " and ".join(lost[c] for c in missing)
 
     def argv(self, command: list[str], workdir: Path) -> list[str]:
         """``command`` inside the sandbox, started in ``workdir`` (within the job's folder)."""
@@ -142,49 +104,4 @@ class Sandbox:
         args += ["--bind", str(self.job_dir), str(self.job_dir)]
         if self.jax_cache:
             args += ["--ro-bind", self.jax_cache, self.jax_cache]
-        args += ["--chdir", str(workdir), "--", *command]
-        if not self.cgroups:
-            return args
-        # A shell enters the cgroups and then becomes bwrap, so that nothing the
-        # submission starts escapes them (no Python runs between fork and exec: the
-        # grader's process has threads).
-        enter = "; ".join(f'echo $$ > "{group}/cgroup.procs"' for group in self.cgroups.values())
-        return ["/bin/sh", "-c", f'{enter} && exec "$@"', "sh", *args]
-
-    def hit_memory_limit(self) -> bool:
-        """Whether the submission reached its memory limit: the kernel's OOM killer struck
-        in its cgroup, or its peak usage touched the limit."""
-        group = self.cgroups.get("memory")
-        if group is None:
-            return False
-        try:
-            control = dict(line.split() for line in (group / "memory.oom_control").read_text().splitlines())
-            peak = int((group / "memory.max_usage_in_bytes").read_text())
-            return int(control.get("oom_kill", 0)) > 0 or peak >= self.memory
-        except (OSError, ValueError):
-            return False
-
-    def kill_all(self, deadline: float = 5.0) -> None:
-        """Kill every process the submission started, wherever it went (its cgroup), and
-        wait until the cgroups are empty (a process forking while it is killed is seen on
-        the next pass)."""
-        end = time.monotonic() + deadline
-        for group in self.cgroups.values():
-            while time.monotonic() < end:
-                pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
-                if not pids:
-                    break
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                time.sleep(0.01)  # a killed process leaves its cgroup a moment later
-
-    def close(self) -> None:
-        self.kill_all()
-        for group in self.cgroups.values():
-            try:
-                group.rmdir()
-            except OSError:
-                pass
+        return args + ["--chdir", str(workdir), "--", *command]

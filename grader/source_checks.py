@@ -23,6 +23,10 @@ LOOPS = {
     ast.For: "for", ast.AsyncFor: "for", ast.While: "while", ast.ListComp: "comprehension",
     ast.SetComp: "comprehension", ast.DictComp: "comprehension", ast.GeneratorExp: "comprehension",
 }
+# Functions that loop for their caller (``map(f, rows)``, ``functools.reduce``,
+# ``itertools.starmap``), by the name they are called with, through any module.
+LOOP_FUNCTIONS = {"map", "filter", "reduce", "starmap", "accumulate", "filterfalse", "takewhile", "dropwhile",
+                  "compress", "islice", "chain", "product", "zip_longest", "groupby", "tee", "cycle", "repeat"}
 
 
 @dataclass(frozen=True)
@@ -65,13 +69,39 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def _called_name(node: ast.AST) -> str:
+    """The name a call is made with: ``reduce`` for ``functools.reduce(...)``, else ``""``."""
+    if not isinstance(node, ast.Call):
+        return ""
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _loop_kind(node: ast.AST, recursive: set[str]) -> str | None:
+    """What loop ``node`` is (``for``, ``comprehension``, ``map``, ``recursion``…), or None."""
+    if type(node) in LOOPS:
+        return LOOPS[type(node)]
+    name = _called_name(node)
+    if name in LOOP_FUNCTIONS:
+        return name
+    return "recursion" if name and name in recursive else None
+
+
 def _iterables(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, (ast.For, ast.AsyncFor)):
         return [node.iter]
     if isinstance(node, ast.While):
         return [node.test]
-    assert isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))  # LOOPS holds no other
-    return [gen.iter for gen in node.generators]
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return [gen.iter for gen in node.generators]
+    assert isinstance(node, ast.Call)  # map(f, rows), reduce(f, rows), a recursive call
+    return list(node.args[1:] if _called_name(node) in LOOP_FUNCTIONS and len(node.args) > 1 else node.args)
+
+
+def _recursive(tree: ast.AST) -> set[str]:
+    """The functions of ``tree`` that call themselves."""
+    return {fn.name for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(_called_name(n) == fn.name for n in ast.walk(fn) if n is not fn)}
 
 
 def _fixed_collection(expr: ast.AST) -> bool:
@@ -103,11 +133,15 @@ def _value(node: ast.AST) -> ast.AST | None:
 
 
 def derived(tree: ast.AST, seeds: set[str]) -> set[str]:
-    """``seeds`` and every name assigned from an expression that mentions one of them."""
+    """``seeds`` and every name assigned from an expression that mentions one of them
+    (``count = blocks_weights.shape[0]``), not through a loop's variable: what a loop
+    over the blocks computes (``x``, then the logits) is not the blocks."""
     found = set(seeds)
     while True:
         more = set(found)
         for node in ast.walk(tree):
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                continue
             value = _value(node)
             if value is not None and _names(value) & more:
                 for target in _targets(node):
@@ -118,20 +152,23 @@ def derived(tree: ast.AST, seeds: set[str]) -> set[str]:
 
 
 def loops(source, function: str, allowed: frozenset[str] | set[str] = frozenset()) -> list[Construct]:
-    """Every Python loop (``for``, ``while``, a comprehension) in ``source``, except loops
-    over a fixed handful of things and loops whose iterable (or condition) mentions a
-    name derived from ``allowed`` (the blocks, in a forward pass that loops over them)."""
+    """Every Python loop in ``source`` (``for``, ``while``, a comprehension, ``map``,
+    ``filter``, ``functools.reduce``, ``itertools``, a function calling itself), except
+    loops over a fixed handful of things and loops whose iterable (or condition)
+    mentions a name derived from ``allowed`` (the blocks, in a forward pass that loops
+    over them).  The chapters judge loops by their cost; this names the line."""
     tree = parse(source)
     if tree is None:
         return []
     ok = derived(tree, set(allowed)) if allowed else set()
+    recursive = _recursive(tree)
     found = []
     for node in ast.walk(tree):
-        kind = LOOPS.get(type(node))
+        kind = _loop_kind(node, recursive)
         if kind is None:
             continue
         iters = _iterables(node)
-        if all(_fixed_collection(it) or _names(it) & ok for it in iters):
+        if iters and all(_fixed_collection(it) or _names(it) & ok for it in iters):
             continue
         line, text = _line(source, node)
         found.append(Construct(kind, function, line, text))

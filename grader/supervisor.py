@@ -5,22 +5,28 @@ asked), with the kernel's environment (threads, JAX's compilation cache), watche
 time and memory, and kills the whole tree when it ends, overruns or after Ctrl-C
 (``stopping.requested()``): interrupt first (the worker does, at the deadline), kill
 second.  ``stop_workers`` kills every running worker at once.
+
+What the worker reports (the facts, the summary) comes back through a pipe made here
+for that one worker: the only verdict input, and nothing the kernel starts holds it
+(``grader.worker.seal``).
 """
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from .cgroups import JobCgroups
 from .judge import OOM, TIMEOUT
+from .process_tree import kill_tree, tree
 from .sandbox import Sandbox
 from .stopping import Interrupted, requested
 
@@ -30,6 +36,7 @@ GRACE = 5.0  # seconds between the deadline, when the worker interrupts its kern
 POLL = 0.05  # seconds between memory checks
 LIST_EVERY = 0.5  # seconds between listings of the worker's process tree
 LOG_LIMIT = 2**20  # bytes kept from the end of the worker's log
+CHANNEL_LIMIT = 65 * 2**20  # bytes kept of what the worker reports (a real run sends a few MB)
 # Workers running now.  Starting one and noting it here happen under _LAUNCH, after
 # a look at ``requested()``, so that after Ctrl-C ``stop_workers`` sees every
 # worker and no other starts.
@@ -44,7 +51,8 @@ class Limits:
     memory: int = DEFAULT_MEMORY
     threads: int = 0  # CPU threads the kernel may use; 0 leaves the libraries' default
     jax_cache: str = ""  # a folder where the kernels keep compiled JAX programs
-    sandbox: bool = False  # each worker in its own namespaces and cgroups (grader.sandbox)
+    sandbox: bool = False  # each worker in its own namespaces (grader.sandbox)
+    user: str = ""  # run the worker and its kernel as this user (the grader runs as root)
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -81,13 +89,6 @@ def jax_cache_env(folder: str) -> dict[str, str]:
     }
 
 
-def _tree(proc: psutil.Process) -> list[psutil.Process]:
-    try:
-        return [proc] + proc.children(recursive=True)
-    except psutil.Error:
-        return []
-
-
 def _rss(procs: list[psutil.Process]) -> int:
     total = 0
     for p in procs:
@@ -98,43 +99,37 @@ def _rss(procs: list[psutil.Process]) -> int:
     return total
 
 
-def kill_tree(root: psutil.Process, known: Iterable[psutil.Process] = ()) -> None:
-    """Kill ``root``, every process under it and those in ``known``, none escaping.
+class Channel:
+    """The read end of the worker's pipe, drained by a thread (the worker must never
+    block on a full pipe) until every writer is gone; at most ``CHANNEL_LIMIT`` bytes
+    are kept, the rest is read and dropped."""
 
-    Each one is stopped (SIGSTOP) before the tree is listed again, and a stopped
-    process cannot start another: once a listing finds nothing new, killing them all
-    leaves nothing behind, not even a kernel that was being started.
-    """
-    seen: dict[int, psutil.Process] = {}
-    while fresh := [p for p in _tree(root) + list(known) if p.pid not in seen]:
-        for p in fresh:
-            seen[p.pid] = p
-            try:
-                p.suspend()
-            except psutil.Error:
-                pass
-    for p in seen.values():
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    # Wait until each has ended (a zombie has: only its parent's wait remains);
-    # psutil.wait_procs would wait for init to reap the kernel, up to its timeout.
-    deadline = time.monotonic() + 1.0
-    while not all(map(_ended, seen.values())) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()  # neither inherited by any other process
+        self.received = bytearray()
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
 
+    def _drain(self) -> None:
+        with open(self.read_fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(2**16):
+                if len(self.received) < CHANNEL_LIMIT:
+                    self.received += chunk[: CHANNEL_LIMIT - len(self.received)]
 
-def _ended(p: psutil.Process) -> bool:
-    try:
-        return p.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return True
+    def handed_over(self) -> None:
+        """The worker has its copy of the write end: drop ours, so that the pipe ends with it."""
+        os.close(self.write_fd)
+
+    def text(self, wait: float = 5.0) -> str:
+        """What the worker sent, once it is gone (a writer the kill missed is waited
+        for ``wait`` seconds at most)."""
+        self.thread.join(wait)
+        return bytes(self.received).decode("utf-8", errors="replace")
 
 
-def supervise(job: dict, limits: Limits) -> tuple[str, str]:
+def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
     """Run the worker; return how it stopped (``""`` when it finished, else TIMEOUT
-    or OOM) and the end of its log.
+    or OOM), the end of its log and what it sent through its channel.
 
     The worker interrupts its kernel at the deadline itself, so that the traceback
     shows where the code was stuck; the whole tree is killed ``GRACE`` seconds later,
@@ -145,33 +140,58 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1",
            **thread_env(limits.threads), **jax_cache_env(limits.jax_cache)}
     deadline = time.monotonic() + limits.timeout
-    command = [sys.executable, "-m", "grader.worker", job["path"], repr(deadline)]
-    box = Sandbox(Path(job["path"]).parent, limits.memory, env) if limits.sandbox else None
+    box = Sandbox(Path(job["path"]).parent, env) if limits.sandbox else None
+    groups = JobCgroups(limits.memory)
+    owner = hand_over(Path(job["path"]).parent, env, groups, limits.user) if limits.user else {}
     with tempfile.TemporaryFile() as log:  # out of the kernel's reach, unlike the job's folder
         with _LAUNCH:
             if requested():
                 raise Interrupted
-            proc = subprocess.Popen(
-                box.argv(command, Path(job["notebook"]).parent) if box else command,
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                env=box.env if box else env, cwd=Path(job["notebook"]).parent,
-            )
+            channel = Channel()
+            command = [sys.executable, "-m", "grader.worker", job["path"], str(channel.write_fd), repr(deadline)]
+            try:
+                proc = subprocess.Popen(
+                    groups.enter(box.argv(command, Path(job["notebook"]).parent) if box else command),
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                    env=box.env if box else env, cwd=Path(job["notebook"]).parent, pass_fds=(channel.write_fd,),
+                    **owner,
+                )
+            except BaseException:
+                groups.close()
+                raise
+            finally:
+                channel.handed_over()
             watched = psutil.Process(proc.pid)  # taken before the worker can be reaped: never another process
             LIVE.add(watched)
         procs: list[psutil.Process] = []
         try:
-            stopped, procs = _watch(proc, watched, deadline + GRACE, limits.memory, box)
+            stopped, procs = _watch(proc, watched, deadline + GRACE, limits.memory, groups)
         finally:
             # Whatever happened, nothing outlives this call: a kernel the worker
-            # left behind was in the last listing, and in a sandbox everything the
-            # submission started is in its cgroup.
+            # left behind was in the last listing, and everything the submission
+            # started is in its cgroups (where the machine allows them).
             kill_tree(watched, procs)
             proc.wait()
             LIVE.discard(watched)
-            if box:
-                stopped = OOM if box.hit_memory_limit() and stopped != TIMEOUT else stopped
-                box.close()
-        return stopped, _tail(log)
+            hit_memory = groups.hit_memory_limit()  # read before the cgroups go
+            groups.close()
+        return OOM if hit_memory and stopped != TIMEOUT else stopped, _tail(log), channel.text()
+
+
+def hand_over(job_dir: Path, env: dict[str, str], groups: JobCgroups, user: str) -> dict:
+    """Make the job's folder and cgroups the unprivileged ``user``'s, give it a home in
+    the job's folder and no JAX cache of the grader's; the ``Popen`` arguments that
+    start the worker as that user, with no other group."""
+    entry = pwd.getpwnam(user)
+    home = job_dir / "home"
+    home.mkdir()
+    for folder, _, files in os.walk(job_dir):
+        for path in [folder, *(os.path.join(folder, f) for f in files)]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+    groups.give_to(entry.pw_uid)
+    env.update(HOME=str(home), USER=user, LOGNAME=user)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
 def stop_workers() -> None:
@@ -183,19 +203,19 @@ def stop_workers() -> None:
         kill_tree(watched)
 
 
-def _watch(proc: subprocess.Popen, watched: psutil.Process, kill_at: float, memory: int, box=None):
-    """Wait for the worker; (how it stopped, its tree when last listed).  In a sandbox
-    the cgroup also counts what the tree does not show (memfd, detached children)."""
+def _watch(proc: subprocess.Popen, watched: psutil.Process, kill_at: float, memory: int, groups: JobCgroups):
+    """Wait for the worker; (how it stopped, its tree when last listed).  The cgroup
+    also counts what the tree does not show (memfd, the page cache)."""
     procs, listed = [], 0.0
     while proc.poll() is None:
         if requested():
             raise Interrupted
         now = time.monotonic()
         if now - listed > LIST_EVERY:  # listing the tree scans /proc: not every poll
-            procs, listed = _tree(watched), now
+            procs, listed = tree(watched), now
         if now > kill_at:
             return TIMEOUT, procs
-        if _rss(procs) > memory or (box is not None and box.hit_memory_limit()):
+        if _rss(procs) > memory or groups.hit_memory_limit():
             return OOM, procs
         time.sleep(POLL)
     return "", procs

@@ -1,17 +1,24 @@
 """One submission in one process: nbval runs the notebook, then the probes run in
 the same kernel.  Started by ``grader.supervisor`` as ``python -m grader.worker JOB
-DEADLINE``, in its own process group so that a timeout can stop all of it.
+CHANNEL DEADLINE``, in its own process group so that a timeout can stop all of it.
 
-The job file names the notebook copy, the probe spec and where to write the
-summary of the cells.  Facts are appended by the kernel to the spec's output file
-item by item, so that what was reached before a timeout is not lost.  At DEADLINE
-(a value of ``time.monotonic()``) the kernel is interrupted, as nbval does on its
-own timeouts, so that the traceback shows the line where the code was stuck; then
-nothing more runs.  pytest's report goes to stdout, which the supervisor keeps as the
-worker's log.
+The job file names the notebook copy, the probe spec and the items.  CHANNEL is the
+write end of a pipe that only this process holds: it is closed on exec, so the kernel
+and whatever it starts never get it, and this process is not dumpable, so that they
+cannot open it through ``/proc`` or trace this process either (unless they run as
+root outside a sandbox).  Each item's facts come back in the kernel's reply to the
+request that ran its checks (a message only the kernel's own process can send), and
+go down the channel as soon as they arrive, so that what was reached before a
+timeout is not lost; the summary of the cells follows.  At DEADLINE (a value of
+``time.monotonic()``) the kernel is interrupted, as nbval does on its own timeouts, so
+that the traceback shows the line where the code was stuck; then nothing more runs.
+pytest's report goes to stdout, which the supervisor keeps as the worker's log.
 """
 from __future__ import annotations
 
+import ast
+import contextlib
+import ctypes
 import json
 import math
 import os
@@ -28,17 +35,22 @@ from queue import Empty
 from typing import Any
 
 import nbval.kernel
+import psutil
 import pytest
 from jupyter_client.manager import KernelManager
 
 from . import expected_outputs
 from .probe_kernel import probe_source
 from .probe_runtime import shorten
+from .process_tree import kill_descendants
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 ARROW_LINE = re.compile(r"^\s*-*>\s*\d+\s(.*)$")
 FRAME_HEAD = re.compile(r"^\s*(Cell In\[\d+\]|File \S.*:\d+)")  # IPython 8's frame headers
-EXCEPTION_HEAD = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?|$)(.*)$")  # "Type: message", at column 0
+# The line that names the exception, ``jax.errors.TracerArrayConversionError: ...``: its
+# message may go on over later lines (JAX ends with "See https://..."), which are its text.
+EXCEPTION_HEAD = re.compile(
+    r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration))(?::\s?(.*))?$")
 
 
 def cell_error(inner_traceback: str) -> dict:
@@ -47,14 +59,13 @@ def cell_error(inner_traceback: str) -> dict:
     library's line."""
     lines = [ANSI.sub("", line) for line in (inner_traceback or "").splitlines()]
     lines = [line for line in lines if line.strip()]
-    # The exception follows the last frame; its message may run over several lines.
-    after = max((n for n, line in enumerate(lines) if FRAME_HEAD.match(line)), default=-1) + 1
-    head = next((n for n in range(after, len(lines)) if EXCEPTION_HEAD.match(lines[n])), None)
-    if head is None:
-        etype, _, message = (lines[-1] if lines else "").partition(":")
+    heads = [(i, m) for i, line in enumerate(lines) if (m := EXCEPTION_HEAD.match(line))]
+    if heads:
+        head, match = heads[-1]
+        etype = match.group(1).rsplit(".", 1)[-1]  # as type(exc).__name__ gives it in-process
+        message = " ".join([match.group(2) or "", *(line.strip() for line in lines[head + 1:])])
     else:
-        etype, first = EXCEPTION_HEAD.match(lines[head]).groups()  # type: ignore[union-attr]
-        message = "\n".join([first, *lines[head + 1:]])
+        etype, _, message = (lines[-1] if lines else "").partition(":")
     failing, in_cell = [], False
     for line in lines:
         if FRAME_HEAD.match(line):
@@ -150,10 +161,12 @@ del _tied_prelude
 class ProbeHook:
     """pytest plugin: records each cell's outcome and runs the probes after the last."""
 
-    def __init__(self, spec_path: str, chapter_probe_module: str, summary_path: str, deadline: float = math.inf):
+    def __init__(self, spec_path: str, chapter_probe_module: str, items: Sequence[str], channel,
+                 deadline: float = math.inf):
         self.spec_path = spec_path
         self.source = probe_source(chapter_probe_module)
-        self.summary_path = summary_path
+        self.items = list(items)
+        self.channel = channel  # a binary file: the pipe to the supervisor
         self.deadline = deadline
         self.cells: list[dict] = []
         self.probe_status = "not_run"
@@ -192,12 +205,15 @@ class ProbeHook:
                 if self.timeout.get("where") == "cell":  # the interrupted cell's traceback names the line
                     errors = [c["error"] for c in self.cells if c["cell"] == self.timeout["cell"] and "error" in c]
                     summary["timeout"]["line"] = errors[0]["line"] if errors else ""
-            tmp = Path(self.summary_path + ".tmp")
-            try:
-                tmp.write_text(json.dumps(summary), encoding="utf-8")
-                tmp.replace(self.summary_path)
-            except OSError as exc:  # the notebook put something in the way
-                self.notes.append(f"The summary could not be written: {exc}")
+            self.send({"summary": summary})
+
+    def send(self, record: dict) -> None:
+        """One line down the channel (called with ``self.lock`` held)."""
+        try:
+            self.channel.write(json.dumps(record).encode("utf-8") + b"\n")
+            self.channel.flush()
+        except (OSError, ValueError) as exc:  # the supervisor is gone, or the channel closed
+            self.notes.append(f"The channel to the grader is closed: {exc}")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -243,25 +259,47 @@ class ProbeHook:
         if kernel is None or not kernel.is_alive():  # None: the kernel never answered nbval at start
             self.probe_status = "kernel_dead"
             return
-        code = (
+        setup = (
             f"{CHECKS_MARK}"
-            "def _tied_probe(spec):\n"
+            "def _tied_checks(spec):\n"
             "    import sys\n"
             "    saved = sys.modules['_tied_saved']\n"
             "    ns = {'__name__': '_tied_probe', '__builtins__': saved.builtins}\n"
             f"    saved.exec(saved.compile({self.source!r}, '<tied-probe>', 'exec'), ns)\n"
-            "    ns['run_spec_file'](spec, ns['PROBES'], globals())\n"
-            f"_tied_probe({self.spec_path!r}); del _tied_probe\n"
+            "    return ns['spec_runner'](spec, ns['PROBES'], globals())\n"
+            f"_tied_checks = _tied_checks({self.spec_path!r})\n"
         )
-        msg_id = kernel.execute_cell_input(code, allow_stdin=False)
+        steps = [(None, setup)] + [(name, f"{CHECKS_MARK}_tied_facts = _tied_checks({index})\n")
+                                   for index, name in enumerate(self.items)]
+        for item, code in steps:
+            wanted = {"facts": "_tied_facts"} if item else {}
+            try:
+                reply = execute_reply(kernel, kernel.kc.execute(code, store_history=False, allow_stdin=False,
+                                                                 user_expressions=wanted))
+            except KernelDied:
+                self.probe_status = "kernel_dead"
+                return
+            if reply.get("status") != "ok":
+                self.checks_stopped(reply)
+                return
+            if item:
+                self.send_facts(item, reply)
+        self.probe_status = "done"
+
+    def send_facts(self, item: str, reply: dict) -> None:
+        """The item's facts from the kernel's reply, as ``{"item", "facts"}`` down the
+        channel; a reply of another shape sends nothing (the item is not judged)."""
         try:
-            reply = execute_reply(kernel, msg_id)
-        except KernelDied:
-            self.probe_status = "kernel_dead"
+            text = ast.literal_eval(reply["user_expressions"]["facts"]["data"]["text/plain"])
+            facts = json.loads(text)
+        except (KeyError, TypeError, ValueError, SyntaxError, MemoryError, RecursionError):
+            self.notes.append(f"The checks of {item} sent back no facts")
             return
-        if reply.get("status") == "ok":
-            self.probe_status = "done"
-            return
+        if isinstance(facts, list):
+            with self.lock:
+                self.send({"item": item, "facts": facts})
+
+    def checks_stopped(self, reply: dict) -> None:
         traceback = ANSI.sub("", "\n".join(reply.get("traceback") or []))
         self.notes.append(f"The checks stopped:\n{traceback}")
         with self.lock:
@@ -290,13 +328,34 @@ def kernels_on_unix_sockets() -> str:
     return folder
 
 
-def main(job_path: str, deadline: float = math.inf) -> int:
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def seal(channel_fd: int) -> None:
+    """Keep the channel to this process: closed on exec (jupyter_client starts the
+    kernel with ``close_fds=False``), and this process not dumpable, so that the
+    kernel's processes, of the same user, can neither open ``/proc/<worker>/fd`` nor
+    trace or read this process.  A kernel is dumpable again: exec resets it.
+
+    And adopt what the kernel leaves behind: as a child subreaper, this process
+    becomes the parent of every orphan below it (a ``setsid`` or double-forked child),
+    so that its tree, which the supervisor watches and kills, holds them all."""
+    os.set_inheritable(channel_fd, False)
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def main(job_path: str, channel_fd: int, deadline: float = math.inf) -> int:
+    seal(channel_fd)
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     os.environ["TIED_GRADING"] = "1"  # the notebook's own check() cell stands aside
     # Only nbval is needed: loading every installed pytest plugin costs about half a
     # second per notebook.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    hook = ProbeHook(job["spec"], job["probe_module"], job["summary"], deadline)
+    channel = os.fdopen(channel_fd, "wb")
+    hook = ProbeHook(job["spec"], job["probe_module"], job["items"], channel, deadline)
     notebook = Path(job["notebook"])
     missing = expected_outputs.missing_records(notebook)  # read before the kernel can write there
     args = [
@@ -312,9 +371,12 @@ def main(job_path: str, deadline: float = math.inf) -> int:
         shutil.rmtree(sockets, ignore_errors=True)
         hook.finished.set()
         hook.write_summary(missing)
+        with contextlib.suppress(OSError):  # the supervisor is gone
+            channel.close()
+        kill_descendants(psutil.Process())  # the kernel has stopped: whatever is left was started by it
         print(*hook.notes, sep="\n")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], *map(float, sys.argv[2:3])))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:4])))

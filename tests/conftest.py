@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -21,8 +22,7 @@ from pitfalls import PITFALLS  # noqa: E402
 # starts empty in a folder of this session: the first grader run computes the
 # references and later ones read them back, and nothing lands in the user's cache
 # folder.  A JAX compilation cache in the same folder is set in the environment, so
-# that every kernel shares it, the grader's and those nbval starts for the solutions:
-# about a third of a Flax notebook's time.
+# that every kernel the grader starts shares it: about a third of a Flax notebook's time.
 CACHE = tempfile.mkdtemp(prefix="tied-test-cache-")
 os.environ.update({"TIED_CACHE_DIR": CACHE, **jax_cache_env(os.path.join(CACHE, "jax-suite"))})
 
@@ -45,13 +45,21 @@ def chapters() -> list[str]:
     return [c for c in found if c in only] if only else found
 
 
+# An untouched exercise only raises NotImplementedError: one goes through a kernel (the
+# NumPy chapter's, the fastest), the others are judged in this process, as most pitfalls
+# are, which saves a JAX or PyTorch kernel start each.
+KERNEL_EXERCISE = "04_gpt_head"
+
+
 @pytest.fixture(scope="session")
 def batch(tmp_path_factory) -> dict[str, dict]:
     """Gradebook entries of solutions, exercises and the pitfalls that go through a
-    kernel (``Pitfall.kernel``), keyed ``kind/name``."""
+    kernel (``Pitfall.kernel``), keyed ``kind/name``; the exercises of other chapters
+    than ``KERNEL_EXERCISE`` judged in this process."""
     root = tmp_path_factory.mktemp("batch")
     for chapter in chapters():
-        for kind, folder in (("solution", "solutions"), ("exercise", "exercises")):
+        kinds = [("solution", "solutions")] + [("exercise", "exercises")] * (chapter == KERNEL_EXERCISE)
+        for kind, folder in kinds:
             (root / kind / chapter).mkdir(parents=True)
             shutil.copy(ROOT / folder / f"{chapter}.ipynb", root / kind / chapter / f"{chapter}.ipynb")
     for p in PITFALLS:
@@ -62,7 +70,9 @@ def batch(tmp_path_factory) -> dict[str, dict]:
                   "--jobs", "2", "--out", str(out), "--lang", "en")
     assert done.returncode in (0, 1), done.stderr
     entries = json.loads((out / "gradebook.json").read_text())["submissions"]
-    return {f"{Path(p).parent.parent.name}/{e['student']}": e for p, e in entries.items()}
+    graded = {f"{Path(p).parent.parent.name}/{e['student']}": e for p, e in entries.items()}
+    return graded | {f"exercise/{chapter}": judged_exercise(chapter) for chapter in chapters()
+                     if chapter != KERNEL_EXERCISE}
 
 
 _IN_PROCESS: dict[str, dict] = {}
@@ -76,6 +86,13 @@ def judged_in_process(pitfall) -> dict:
         nb = replace_regions(pitfall.chapter, pitfall.regions)
         _IN_PROCESS[pitfall.id] = grade_in_process(nb, pitfall.chapter)
     return _IN_PROCESS[pitfall.id]
+
+
+def judged_exercise(chapter: str) -> dict:
+    """The gradebook entry of the untouched exercise, judged in this process."""
+    from inprocess import grade_in_process
+
+    return grade_in_process(nbformat.read(ROOT / "exercises" / f"{chapter}.ipynb", as_version=4), chapter)
 
 
 def pitfall_entry(batch, pitfall) -> dict:

@@ -10,6 +10,8 @@ def test_the_stubs_are_shown_without_nbval_markers(chapter):
     assert NBVAL_MARKER.search(exercise_code(chapter))  # the exercise itself has them
     shown = show_exercise(chapter).data
     assert "NBVAL_" not in shown and "raise NotImplementedError" in shown
+    # a Markdown code block, which myst-nb renders as highlighted code with its lines kept
+    assert shown.startswith("```python\n") and shown.endswith("\n```")
 
 
 def test_a_marker_after_code_stays():

@@ -18,7 +18,7 @@ from notebooks import ROOT
 
 BOOK = ROOT / "book"
 GLOSSARY = BOOK / "glossary.md"
-PAGES = sorted(p for p in BOOK.glob("*.md") if p.stem != "glossary")
+PAGES = sorted(p for p in BOOK.glob("*.md") if p.stem not in ("glossary", "bibliography"))
 CATALOGS = sorted((ROOT / "grader" / "messages").glob("[ek][so]/*.json"))
 NOTE = re.compile(r"```\{admonition\} (?:🇪🇸 Nota|🇰🇷 참고)\n:class: [^\n]*\blang-(es|ko)\b[^\n]*\n(.*?)```", re.S)
 CODE = re.compile(r"`[^`\n]*`")

@@ -6,6 +6,9 @@ import pytest
 from notebooks import ROOT
 
 PAGES = sorted((ROOT / "book").glob("*.md"))
+# Reference pages, not sections to explain: the glossary (in three languages itself) and
+# the bibliography.
+CHAPTERS = [page for page in PAGES if page.stem not in ("glossary", "bibliography")]
 SECTION = re.compile(r"(?m)^## ")
 NOTE = {
     "es": re.compile(r"```\{admonition\} 🇪🇸 Nota\n:class: [^\n]*\blang-es\b"),
@@ -22,7 +25,7 @@ def sections(page):
         [(part.splitlines()[0], part) for part in rest]
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.stem != "glossary"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
 def test_every_section_has_one_note_per_language(page):
     found = sections(page)
     assert found, f"{page.name} has no sections"
@@ -31,7 +34,7 @@ def test_every_section_has_one_note_per_language(page):
             assert len(pattern.findall(body)) == 1, f"{page.name}: section '{title}' needs one {lang} note"
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.stem != "glossary"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
 def test_korean_notes_are_korean(page):
     text = page.read_text(encoding="utf-8")
     for block in re.findall(r"```\{admonition\} 🇰🇷 참고\n(.*?)```", text, re.S):
@@ -70,7 +73,7 @@ def references(text: str, here: str) -> set[str]:
     return found | ({here} if THIS_PAGE.search(prose) else set())
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.stem != "glossary"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
 def test_notes_refer_to_the_pages_their_section_refers_to(page):
     """A note that names a chapter names one its English section names (or the page itself):
     a note left pointing at chapter 01 when its section moved to 01b fails here."""
@@ -111,7 +114,7 @@ def number_slips(lang: str, note: str) -> list[str]:
     return [m.group(0) for pattern in WRONG_NUMBER[lang] for m in pattern.finditer(prose)]
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.stem != "glossary"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
 def test_numbers_in_notes_follow_the_locale(page):
     """A glued number in a note goes through the locale's formatter ({glue-es}, {glue-ko},
     tools/locale_glue.py, Babel), and a number written by hand is written as the language

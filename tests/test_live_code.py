@@ -148,6 +148,10 @@ def test_without_a_server_the_button_says_how_to_start_one(browser):
             tab.screenshot(ARTIFACTS / "01_linen_no_server.png", whole=False)
             assert "make serve" in message, message
             assert not tab.evaluate("document.querySelector('.thebe-cell')"), "cells turned live with no server"
+            # The page as a notebook instead, from the build.
+            notebook = tab.evaluate("document.querySelector('.tied-live-status a[download]').href")
+            assert notebook.endswith(".ipynb") and "notebook" in message, message
+            assert tab.evaluate(f"fetch({json.dumps(notebook)}).then(r => r.ok)"), notebook
             # An address from a `make serve` that has stopped since (nothing listens on port 9);
             # the query makes it a new page load, not a jump within the page.
             tab.open(base + CHAPTER + "?stale#jupyter=http%3A%2F%2F127.0.0.1%3A9&token=0123abcd")

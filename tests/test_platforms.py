@@ -9,14 +9,15 @@ import io
 import json
 import os
 import shutil
-import stat
+import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 
+from built_book import Chromium, find_chromium
 from conftest import grader
 from notebooks import ROOT
 
@@ -71,49 +72,123 @@ def test_shards_merge_into_the_gradebook_of_a_single_run(small_class, single_run
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "Traceback" not in again.stderr
 
 
+CLUSTER = ROOT / "docs" / "cluster"
+
+
+def points(gradebook: Path) -> dict[str, int]:
+    entries = json.loads((gradebook / "gradebook.json").read_text())["submissions"]
+    return {e["student"]: e["points"] for e in entries.values()}
+
+
+def cluster_env(tmp_path: Path, small_class: Path) -> dict[str, str]:
+    """Where the scripts find the class, the secret and the grader, and put the shards."""
+    (tmp_path / "teacher.key").write_text("a teacher's secret\n")
+    return {**os.environ, "CLASS": str(small_class), "SECRET": str(tmp_path / "teacher.key"),
+            "SHARDS": str(tmp_path / "shards"), "GRADEBOOK": str(tmp_path / "gradebook"), "GRADE_LANG": "es",
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "GRADER": "grader"}
+
+
+def test_the_slurm_array_grades_and_merges_as_one_run(small_class, single_run, tmp_path):
+    """Each task as Slurm starts it (its id and the array's size in the environment),
+    then the merge."""
+    env = cluster_env(tmp_path, small_class)
+    for k in (1, 2):
+        task = {**env, "SLURM_ARRAY_TASK_ID": str(k), "SLURM_ARRAY_TASK_COUNT": "2", "SLURM_CPUS_PER_TASK": "1"}
+        done = subprocess.run(["bash", str(CLUSTER / "grade.slurm")], env=task, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+    done = subprocess.run(["bash", str(CLUSTER / "merge.slurm")], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert points(tmp_path / "gradebook") == points(single_run)
+
+
+def test_the_kubernetes_indexed_job_grades_and_merges_as_one_run(small_class, single_run, tmp_path):
+    """Each pod's command, as the indexed Job runs it (JOB_COMPLETION_INDEX from 0), with
+    the manifest's environment pointed at this machine's folders, then the merge Job's."""
+    grade, merge = yaml.safe_load_all((CLUSTER / "grade-jobs.yaml").read_text())
+    assert grade["spec"]["completionMode"] == "Indexed"
+    ours = cluster_env(tmp_path, small_class)
+
+    def run(job: dict, **extra) -> subprocess.CompletedProcess:
+        container = job["spec"]["template"]["spec"]["containers"][0]
+        env = {**{e["name"]: e["value"] for e in container["env"]}, **extra}
+        env.update({k: ours[k] for k in env if k in ("CLASS", "SECRET", "SHARDS", "GRADEBOOK")})
+        return subprocess.run([*container["command"], *container["args"]], env={**ours, **env}, capture_output=True,
+                              text=True, timeout=600)
+
+    count = grade["spec"]["completions"]
+    shard_count = next(e["value"] for e in grade["spec"]["template"]["spec"]["containers"][0]["env"]
+                       if e["name"] == "SHARD_COUNT")
+    assert int(shard_count) == count
+    for index in range(count):  # 8 shares of 4 students: some are empty
+        done = run(grade, JOB_COMPLETION_INDEX=str(index), GRADE_LANG="es")
+        assert done.returncode == 0, done.stderr
+    done = run(merge, GRADE_LANG="es")
+    assert done.returncode == 0, done.stderr
+    assert points(tmp_path / "gradebook") == points(single_run)
+
+
 @pytest.mark.parametrize("bad", ["0/2", "3/2", "1/0", "x", "1/2/3"])
 def test_a_shard_that_names_no_share_is_a_usage_error(bad, tmp_path):
     done = grader("grade", str(tmp_path), "--shard", bad, "--out", str(tmp_path / "out"))
     assert done.returncode == 2 and "--shard" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_canvas_csv_has_one_row_per_student(single_run, tmp_path):
-    out = tmp_path / "canvas.csv"
-    done = grader("export", "canvas", "--gradebook", str(single_run), "--out", str(out))
-    assert done.returncode == 0, done.stderr
-    rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert [r["Student"] for r in rows] == ["ana", "bo", "chen", "dara"]
+def canvas_rows(path: Path) -> tuple[dict, list[dict]]:
+    """The Points Possible row and the students' rows, each validated."""
+    rows = list(csv.DictReader(io.StringIO(path.read_text())))
     for row in rows:
         jsonschema.validate(row, schema("canvas_gradebook"))
-    column = next(c for c in rows[0] if CHAPTER in c)
-    assert [float(r[column]) for r in rows][1::2] == [0, 0] and float(rows[0][column]) > 0
+    assert rows[0]["Student"] == "Points Possible"
+    return rows[0], rows[1:]
 
 
-def test_the_gradescope_autograder_runs_as_gradescope_lays_it_out(tmp_path):
-    """The zip unpacked into source/, run_autograder at the root, the student's file in
-    submission/ (renamed, as students do), and setup.sh's virtualenv standing in as venv/."""
-    bundle = tmp_path / "autograder.zip"
-    done = grader("export", "gradescope", CHAPTER, "--lang", "ko", "--out", str(bundle))
+def test_canvas_csv_without_a_roster_has_one_row_per_folder_and_says_so(single_run, tmp_path):
+    out = tmp_path / "canvas.csv"
+    done = grader("export", "canvas", "--gradebook", str(single_run), "--out", str(out), "--lang", "en")
     assert done.returncode == 0, done.stderr
-    root = tmp_path / "autograder"
-    with zipfile.ZipFile(bundle) as z:
-        names = set(z.namelist())
-        assert {"setup.sh", "run_autograder", "tied/pyproject.toml", "tied/constraints.txt"} <= names
-        assert any(n.startswith("tied/grader/messages/ko/") for n in names)
-        assert all(z.getinfo(n).external_attr >> 16 & stat.S_IXUSR for n in ("setup.sh", "run_autograder"))
-        z.extractall(root / "source")
-    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
-    os.chmod(root / "run_autograder", 0o755)
-    os.symlink(sys.prefix, root / "venv")
-    (root / "submission").mkdir()
-    shutil.copy(ROOT / "solutions" / f"{CHAPTER}.ipynb", root / "submission" / "my_homework.ipynb")
-    ran = __import__("subprocess").run([str(root / "run_autograder")], capture_output=True, text=True, timeout=300)
-    assert ran.returncode == 0, ran.stderr
-    results = json.loads((root / "results" / "results.json").read_text())
-    jsonschema.validate(results, schema("gradescope_results"))
-    assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
-    assert all(t["status"] == "passed" for t in results["tests"])
-    assert "합계" in results["output"]  # the course's language
+    assert "--roster" in done.stderr  # the warning
+    possible, rows = canvas_rows(out)
+    assert [r["Student"] for r in rows] == ["ana", "bo", "chen", "dara"]
+    column = next(c for c in rows[0] if CHAPTER in c)
+    assert [float(r[column]) for r in rows][1::2] == [0, 0] and float(rows[0][column]) == float(possible[column]) > 0
+
+
+ROSTER = [  # as Canvas exports a gradebook, with its own Points Possible row
+    {"Student": "    Points Possible", "ID": "", "SIS User ID": "", "SIS Login ID": "", "Section": ""},
+    {"Student": "Ana Pérez", "ID": "101", "SIS User ID": "s-101", "SIS Login ID": "ANA", "Section": "A"},
+    {"Student": "Bo Kim", "ID": "102", "SIS User ID": "s-102", "SIS Login ID": "bo", "Section": "A"},
+    {"Student": "Chen Li", "ID": "103", "SIS User ID": "chen", "SIS Login ID": "cli", "Section": "B"},
+    {"Student": "Eve Moreau", "ID": "105", "SIS User ID": "s-105", "SIS Login ID": "eve", "Section": "B"},
+]
+
+
+def test_canvas_export_round_trips_a_roster(single_run, tmp_path):
+    roster = tmp_path / "roster.csv"
+    with open(roster, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=[*ROSTER[0], "Homework 1 (555)"])
+        writer.writeheader()
+        writer.writerows({**row, "Homework 1 (555)": ""} for row in ROSTER)
+    out = tmp_path / "canvas.csv"
+    done = grader("export", "canvas", "--gradebook", str(single_run), "--roster", str(roster), "--out", str(out),
+                  "--column", "Homework 4 (777)", "--lang", "en")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2 and "dara" in lines[0] and "Eve Moreau" in lines[1], done.stderr
+    possible, rows = canvas_rows(out)
+    assert list(possible) == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Homework 4 (777)"]
+    assert [{k: r[k] for k in ROSTER[0]} for r in rows] == ROSTER[1:]  # every roster row, as it was
+    scores = [r["Homework 4 (777)"] for r in rows]
+    assert float(scores[0]) == float(scores[2]) == float(possible["Homework 4 (777)"]) > 0  # by login, by SIS id
+    assert float(scores[1]) == 0 and scores[3] == ""  # a stub; no submission
+
+
+def test_a_roster_that_is_not_a_canvas_export_is_a_usage_error(single_run, tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("name,email\nAna,ana@example.org\n")
+    done = grader("export", "canvas", "--gradebook", str(single_run), "--roster", str(roster),
+                  "--out", str(tmp_path / "canvas.csv"))
+    assert done.returncode == 2 and "SIS Login ID" in done.stderr and done.stderr.count("\n") == 1
 
 
 def test_gradescope_and_prairielearn_results_for_wrong_and_missing_files(tmp_path):
@@ -135,13 +210,45 @@ def test_gradescope_and_prairielearn_results_for_wrong_and_missing_files(tmp_pat
         assert all("sin implementar" in (t.get("output") or t.get("message")) for t in results["tests"][1:])
 
 
-def test_prairielearn_export_holds_its_entry_point_and_image(tmp_path):
-    out = tmp_path / "tied-grader"
-    done = grader("export", "prairielearn", CHAPTER, "--out", str(out))
+def grade_as_prairielearn_does(piece: Path, question: str, student_file: Path,
+                               grade: Path) -> subprocess.CompletedProcess:
+    """Lay out ``grade`` (standing for /grade) from the question's info.json alone, as
+    PrairieLearn's docs describe it, and run the entry point with the image's Python
+    (this environment, where the package is installed as the image installs it)."""
+    options = json.loads((piece / "questions" / question / "info.json").read_text())["externalGradingOptions"]
+    for entry in options["serverFilesCourse"]:
+        shutil.copytree(piece / "serverFilesCourse" / entry, grade / "serverFilesCourse" / entry)
+    if (piece / "questions" / question / "tests").is_dir():
+        shutil.copytree(piece / "questions" / question / "tests", grade / "tests")
+    (grade / "student").mkdir()
+    shutil.copy(student_file, grade / "student" / f"{CHAPTER}.ipynb")
+    (grade / "data").mkdir()
+    (grade / "data" / "data.json").write_text("{}")
+    entrypoint = Path(str(grade) + options["entrypoint"].removeprefix("/grade"))
+    entrypoint.chmod(0o755)  # PrairieLearn does chmod +x on an entry point under /grade
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run([str(entrypoint)], capture_output=True, text=True, env=env, timeout=options["timeout"])
+
+
+def test_the_prairielearn_piece_grades_from_its_own_info_json(tmp_path):
+    piece = tmp_path / "piece"
+    done = grader("export", "prairielearn", CHAPTER, "--out", str(piece), "--image", "course/tied", "--lang", "es")
     assert done.returncode == 0, done.stderr
-    assert os.access(out / "run.sh", os.X_OK) and "prairielearn" in (out / "run.sh").read_text()
-    assert "pip install" in (out / "Dockerfile").read_text()
-    assert (out / "tied" / "grader" / "cli.py").is_file()
+    question = f"tied-{CHAPTER}"
+    options = json.loads((piece / "questions" / question / "info.json").read_text())["externalGradingOptions"]
+    assert options["enabled"] is True and options["image"] == "course/tied"
+    assert 30 < options["timeout"] <= 600  # measured from a cold grade, with margin
+    assert "pip install" in (piece / "image" / "Dockerfile").read_text()
+    assert (piece / "image" / "tied" / "grader" / "cli.py").is_file()
+    assert f'file-names="{CHAPTER}.ipynb"' in (piece / "questions" / question / "question.html").read_text()
+    assert str(options["timeout"]) in (piece / "README.md").read_text()
+    for folder, score in (("solutions", 1.0), ("exercises", 0.0)):
+        grade = tmp_path / folder / "grade"
+        ran = grade_as_prairielearn_does(piece, question, ROOT / folder / f"{CHAPTER}.ipynb", grade)
+        assert ran.returncode == 0, ran.stderr
+        results = json.loads((grade / "results" / "results.json").read_text())
+        jsonschema.validate(results, schema("prairielearn_results"))
+        assert results["score"] == score and results["gradable"] is True
 
 
 def test_the_class_report_is_one_offline_page(single_run, tmp_path):
@@ -152,3 +259,40 @@ def test_the_class_report_is_one_offline_page(single_run, tmp_path):
     assert "http://" not in page and "https://" not in page
     assert page.count("<img") == 1  # one chapter, one distribution
     assert "common.not_implemented" in page and "가장 자주 나온 실수" in page
+    assert page.count("<table") == page.count("<tbody><tr>")  # no table without rows
+    assert page.count("<h3>") == 6  # the stubs' mistakes, item by item, each with its own hint
+    assert "학생별 점수" in page and page.count("<tr><td>") >= 4 + 5  # a row per student, per item
+
+
+def test_report_and_feedback_pages_in_chromium_at_1280_and_390(single_run, tmp_path):
+    """Screenshots in test-artifacts/report/; no page is wider than the screen (wide
+    tables scroll in their box), and the per-student table sorts by a clicked column."""
+    report, feedback = tmp_path / "report.html", tmp_path / "feedback"
+    assert grader("report", str(single_run), "--out", str(report), "--lang", "es").returncode == 0
+    done = grader("feedback", str(single_run), "--out", str(feedback))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in feedback.iterdir()) == ["ana.html", "bo.html", "chen.html", "dara.html"]
+    stub = (feedback / "bo.html").read_text()
+    assert '<html lang="es">' in stub  # the gradebook's language
+    assert "sin implementar" in stub.lower() and "ejemplo resuelto que falló" in stub
+    assert "cross_entropy_from_logits(np.zeros((3, 5))" in stub  # the worked example, with its output
+    assert "/book/04_gpt_head.html" in stub and "http://" not in stub and "https://" not in stub
+    artifacts = ROOT / "test-artifacts" / "report"
+    browser = Chromium(find_chromium())
+    try:
+        for width, height in ((1280, 900), (390, 844)):
+            tab = browser.tab(width, height)
+            for name, page in (("report", report), ("feedback-bo", feedback / "bo.html")):
+                tab.open(page)
+                assert tab.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), (name, width)
+                tab.screenshot(artifacts / f"{name}-{width}.png")
+            tab.open(report)
+            tab.evaluate("document.querySelector('table.sortable').scrollIntoView()")  # clicks land on screen
+            first = "document.querySelector('table.sortable tbody tr td').textContent"
+            tab.click("table.sortable th:nth-child(2)")  # the total, highest first
+            assert tab.evaluate(first) in ("ana", "chen")
+            tab.click("table.sortable th:nth-child(2)")
+            assert tab.evaluate(first) in ("bo", "dara")
+            tab.close()
+    finally:
+        browser.close()

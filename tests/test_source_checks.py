@@ -5,7 +5,8 @@ import textwrap
 import pytest
 
 from grader import source_checks
-from grader.chapters.mlm import FORBIDDEN_NAMES, code_finding
+from grader.chapters.gpt_head import framework_finding
+from grader.chapters.mlm import FORBIDDEN_NAMES, code_finding, cost_finding, forward_cost
 
 
 def src(text: str) -> str:
@@ -34,6 +35,11 @@ def test_a_loop_over_heads_is_named_with_its_line():
     ("return torch.cat(list(x[:, t] for t in range(x.shape[1])))", "comprehension"),
     ("i = 0\nwhile i < x.shape[1]:\n    i += 1\nreturn x", "while"),
     ("for row in x.unbind(0):\n    pass\nreturn x", "for"),
+    ("return torch.stack(list(map(torch.sum, x)))", "map"),
+    ("return list(filter(None, x.unbind(0)))", "filter"),
+    ("return functools.reduce(torch.add, x.unbind(0))", "reduce"),
+    ("return list(itertools.starmap(torch.add, zip(x, x)))", "starmap"),
+    ("return x if len(x) == 0 else f(x[1:])", "recursion"),
 ])
 def test_every_kind_of_loop_is_found(body, kind):
     source = "def f(x):\n" + textwrap.indent(body, "    ") + "\n"
@@ -134,10 +140,18 @@ FORWARD = src("""
 """)
 
 
-def facts(helper: str, globals_=None) -> dict:
-    return {"out": None, "type": "Tensor", "ops": [], "code": {
+def facts(helper: str, counts: list[int], globals_=None) -> dict:
+    return {"out": None, "type": "cost", "ops": [], "counts": counts, "code": {
         "mlm_forward_tied": {"source": FORWARD, "globals": globals_ or {}},
         "run_blocks": {"source": src(helper), "globals": {}}}}
+
+
+def test_a_count_that_does_not_grow_passes_whatever_the_loops():
+    helper = """
+        def run_blocks(x, layers, heads):
+            return torch.stack([x[:, t] for t in range(x.shape[1])], 1)
+    """
+    assert cost_finding("mlm_forward_tied", forward_cost(), facts(helper, [40] * 5), True) is None
 
 
 def test_a_notebook_helper_may_loop_over_the_blocks_it_is_given():
@@ -147,7 +161,8 @@ def test_a_notebook_helper_may_loop_over_the_blocks_it_is_given():
                 x = x + w[0].sum()
             return x
     """
-    assert code_finding("mlm_forward_tied", facts(helper), loops_over_blocks=True) is None
+    finding = cost_finding("mlm_forward_tied", forward_cost(), facts(helper, [40, 40, 60, 40, 40]), True)
+    assert finding.key == "mlm.cost_grows" and finding.params["dimension_key"] == "mlm.dimension_positions"
 
 
 def test_a_notebook_helper_that_loops_over_positions_is_named():
@@ -155,19 +170,32 @@ def test_a_notebook_helper_that_loops_over_positions_is_named():
         def run_blocks(x, layers, heads):
             return torch.stack([x[:, t] for t in range(x.shape[1])], 1)
     """
-    finding = code_finding("mlm_forward_tied", facts(helper), loops_over_blocks=True)
+    finding = cost_finding("mlm_forward_tied", forward_cost(), facts(helper, [40, 40, 48, 40, 40]), True)
     assert finding.key == "mlm.python_loop_forward"
     assert finding.params["line"].startswith("run_blocks:2: ")
+
+
+@pytest.mark.parametrize("counts", [[40, 40], [40, 40, 40, "48", 40], [40, 40, 40, True, 40], None])
+def test_counts_that_are_not_one_int_per_size_are_a_malformed_record(counts):
+    value = facts("def run_blocks(x, layers, heads):\n    return x\n", counts)
+    assert cost_finding("mlm_forward_tied", forward_cost(), value, True).key == "common.malformed_record"
+
+
+def test_a_framework_bound_in_the_notebook_is_named_by_its_public_module():
+    bound = {"softmax": {"type": "function", "module": "scipy.special._logsumexp", "name": "softmax"}}
+    code = {"cross_entropy_from_logits": {"source": "def cross_entropy_from_logits(z, t):\n    return softmax(z)\n",
+                                          "globals": bound}}
+    assert framework_finding(code).params["module"] == "scipy.special"
 
 
 def test_a_forbidden_name_bound_in_the_notebook_is_named():
     bound = {"g": {"type": "builtin_function_or_method", "module": "torch._C._nn", "name": "gelu"}}
     value = {"out": None, "type": "Tensor", "ops": [],
              "code": {"gelu_tanh": {"source": "def gelu_tanh(x):\n    return g(x)\n", "globals": bound}}}
-    finding = code_finding("gelu_tanh", value)
+    finding = code_finding(value)
     assert finding.key == "mlm.forbidden_gelu" and finding.params["line"] == "gelu_tanh:2: return g(x)"
 
 
 def test_a_dispatched_forbidden_operation_is_named_when_no_source_shows_it():
     value = {"out": None, "type": "Tensor", "ops": ["aten.mul", "aten.native_layer_norm"], "code": {}}
-    assert code_finding("layer_norm", value).key == "mlm.forbidden_layer_norm"
+    assert code_finding(value).key == "mlm.forbidden_layer_norm"

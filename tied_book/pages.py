@@ -23,10 +23,14 @@ def exercise_code(chapter_id: str) -> str:
 
 
 def show_exercise(chapter_id: str):
-    """A read-only, highlighted view of the exercise's stubs, without nbval's markers."""
-    from IPython.display import Code
+    """The exercise's stubs, without nbval's markers, as a Markdown code block: myst-nb
+    renders it as the page's own code is rendered (highlighted by the theme, lines kept,
+    a copy button), where an HTML ``Code`` output would be an output, wrapped."""
+    from IPython.display import Markdown
 
-    return Code(NBVAL_MARKER.sub("", exercise_code(chapter_id)), language="python")
+    code = NBVAL_MARKER.sub("", exercise_code(chapter_id)).strip("\n")
+    fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`{3,}", code))])
+    return Markdown(f"{fence}python\n{code}\n{fence}")
 
 
 def count(n: int) -> str:

@@ -5,6 +5,10 @@
   It becomes a badge naming the note's language (its ``lang-xx`` class: ES, KO), or the
   flag's two letters, ``<span class="tied-flag tied-flag-ko">KO</span>``, styled in
   ``book/_static/tied.css``.
+- The notes of a section in one place: the Spanish and Korean notes that follow each other
+  go in a ``div.tied-notes-pair`` that starts with a button naming their languages
+  ("ES · KO"). Readers whose browser prefers neither language see that button only, and
+  it opens the notes in place (book/_static/tied.js, tied.css).
 - Each inline script once: Sphinx 7.4 keeps an inline script that an extension adds after
   the builder starts (sphinx-thebe's ``const THEBE_JS_URL = ...``, sphinx-togglebutton's
   selector) under the file name ``None`` and adds it again from its registry under ``''``
@@ -41,6 +45,39 @@ def flags_as_badges(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             text.parent.replace(text, replacement)
 
 
+def note_language(node: nodes.Node) -> str | None:
+    if isinstance(node, nodes.Admonition):
+        return next((c.removeprefix("lang-") for c in node["classes"] if c.startswith("lang-")), None)
+    return None
+
+
+def toggle(languages: list[str]) -> nodes.raw:
+    badges = " · ".join(f'<span class="tied-flag tied-flag-{lang}">{lang.upper()}</span>'
+                        for lang in languages)
+    html = (f'<button type="button" class="tied-notes-open" aria-expanded="false">{badges}'
+            f'<span class="tied-notes-what">notes</span></button>')
+    return nodes.raw("", html, format="html")
+
+
+def pair_the_notes(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    for first in list(doctree.findall(note_language)):
+        parent = first.parent
+        if "tied-notes-pair" in parent.get("classes", []):
+            continue   # already grouped with the note before it
+        index = parent.index(first)
+        run = [first]
+        for sibling in parent.children[index + 1:]:
+            if not note_language(sibling):
+                break
+            run.append(sibling)
+        pair = nodes.container(classes=["tied-notes-pair"])
+        pair += toggle([note_language(note) for note in run])
+        for note in run:
+            parent.remove(note)
+            pair += note
+        parent.insert(index, pair)
+
+
 def drop_repeated_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
                           doctree: nodes.document | None) -> None:
     scripts = context.get("script_files")
@@ -57,6 +94,7 @@ def drop_repeated_scripts(app: Sphinx, pagename: str, templatename: str, context
 
 def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", flags_as_badges)
+    app.connect("doctree-resolved", pair_the_notes)
     # Late, after the theme and myst-nb have added their scripts for the page.
     app.connect("html-page-context", drop_repeated_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -9,7 +9,8 @@ when the reader presses it.  This extension gives that script what the HTML alon
 - the code of the cells the reader does not see (``remove-cell``, ``remove-input``: glue,
   imports, helpers, figure code), so that it runs, in its place, before the cells after it;
 - where the kernel starts: the page's folder, as at build time (``book/`` imports its
-  helper modules).
+  helper modules);
+- where the page's notebook is (tools/notebook_download.py), offered where no server runs.
 
 sphinx-thebe (which jupyter-book always adds) writes a Binder configuration and a script
 that fetches thebe from unpkg into every page; both are dropped here.
@@ -22,6 +23,8 @@ from pathlib import Path
 from docutils import nodes
 from myst_nb.core.read import read_myst_markdown_notebook
 from sphinx.application import Sphinx
+
+from notebook_download import notebook_url
 
 HIDDEN_TAGS = {"remove-cell", "remove_cell", "remove-input", "remove_input"}
 # What sphinx-thebe adds: raw nodes at the end of each page; its files and config in <head>.
@@ -52,6 +55,7 @@ def prepare_page(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         container["classes"].append(f"tied-cell-{container['cell_index']}")
     config = {
         "path": docname,   # the server starts the kernel in this path's folder
+        "notebook": notebook_url(docname),
         "hidden": {cell["index"]: cell["source"] for cell in cells if cell["tags"] & HIDDEN_TAGS},
     }
     # "</" cannot end the script early: JSON allows "<\/".

@@ -9,6 +9,10 @@
   const STATIC = new URL(".", document.currentScript.src).href;
   const KEY = "tied-live-server";   // {url, token}, per book address (localStorage is per origin)
   const HOW = "run <code>make serve</code> in the repository and open the address it prints";
+  // Where no server answers (a static copy of the book): the page as a notebook, to run in
+  // one's own Jupyter, and the command that makes this button work.
+  const OFFLINE = `<a href="${PAGE.notebook}" download>download this page as a notebook</a> `
+    + `(.ipynb) and open it in Jupyter next to the book's <code>book/</code> folder, or ${HOW}`;
 
   // `make serve` prints the book's address with the server in its fragment:
   // #jupyter=http://127.0.0.1:8889&token=... Kept for the other pages, then taken off the
@@ -150,7 +154,7 @@
   const start = async () => {
     const live = server();
     if (!live || location.protocol === "file:") {
-      say("no-server", `Live code needs a Jupyter server on this machine: ${HOW}.`);
+      say("no-server", `The code of this page runs on a Jupyter server on your machine: ${OFFLINE}.`);
       return;
     }
     say("starting", "Connecting to the Jupyter server…");
@@ -159,7 +163,7 @@
                                  {headers: {Authorization: `token ${live.token}`}});
       if (!answer.ok) throw new Error(`HTTP ${answer.status}`);
     } catch (error) {
-      say("no-server", `The Jupyter server at <code></code> does not answer (<span></span>): ${HOW}.`);
+      say("no-server", `The Jupyter server at <code></code> does not answer (<span></span>): ${OFFLINE}.`);
       status.querySelector("code").textContent = live.url;
       status.querySelector("span").textContent = error.message;
       return;

@@ -39,11 +39,18 @@ PLAIN_NUMPY = Promise("in plain NumPy (no framework)", "source check of the func
                       "gpt_head.framework_used, with its line")
 
 
+def public_module(module: str) -> str:
+    """The module as a student imports it: ``scipy.special`` for the
+    ``scipy.special._logsumexp`` that defines ``softmax`` (private parts dropped)."""
+    parts = module.split(".")
+    return ".".join(parts[:next((i for i, p in enumerate(parts) if i and p.startswith("_")), len(parts))])
+
+
 def framework_finding(code: dict) -> Finding | None:
     """A framework imported or used in the student's function or its notebook helpers,
     named with its line (or with the global name bound to it when no source is readable)."""
     for name, facts in code.items():
-        bound = {g: str(what.get("module", "")) for g, what in (facts.get("globals") or {}).items()
+        bound = {g: public_module(str(what.get("module", ""))) for g, what in (facts.get("globals") or {}).items()
                  if isinstance(what, dict) and str(what.get("module", "")).split(".")[0] in FRAMEWORKS}
         uses = source_checks.module_uses(facts.get("source"), name, FRAMEWORKS, bound)
         if uses:

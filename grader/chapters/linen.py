@@ -7,6 +7,7 @@ ending with its ``Item``.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache, partial
 
 import numpy as np
@@ -75,26 +76,32 @@ def tied_logits(embedding, token_ids) -> np.ndarray:
     return emb[np.asarray(token_ids, int)] @ emb.T
 
 
-def gradient_paths(embedding, token_ids, targets) -> np.ndarray:
-    """The two paths of the gradient of the mean cross-entropy of ``E[ids] @ E.T``, in float64.
+def gradient_paths(embedding, token_ids, targets, kernel=None, bias=None) -> np.ndarray:
+    """The two paths of the gradient of the mean cross-entropy of ``X @ E.T`` with
+    ``X = E[ids]`` (or ``E[ids] @ W + b``, the mixer, when ``kernel`` is given), in float64.
 
     Row 0 is what flows back through the lookup, row 1 what flows back through the
     projection; their sum is the gradient of the one matrix.  Written out rather than
     differentiated, so that it costs no compilation: with ``G = (softmax(Z) -
     onehot(targets)) / T`` the gradient of the logits ``Z = X @ H.T``, the projection
-    ``H`` receives ``G.T @ X`` and each looked-up row ``X[t] = E[ids[t]]`` receives
-    ``(G @ H)[t]``, added into row ``ids[t]`` once per occurrence.
+    ``H`` receives ``G.T @ X`` and each looked-up row ``E[ids[t]]`` receives
+    ``(G @ H @ W.T)[t]`` (``W`` the identity without a mixer), added into row
+    ``ids[t]`` once per occurrence.
     """
     emb = np.asarray(embedding, np.float64)
     ids, targets = np.asarray(token_ids, int), np.asarray(targets, int)
     x = emb[ids]
+    if kernel is not None:
+        w = np.asarray(kernel, np.float64)
+        x = x @ w + np.asarray(bias, np.float64)
     z = x @ emb.T
     g = np.exp(z - z.max(axis=1, keepdims=True))
     g /= g.sum(axis=1, keepdims=True)
     g[np.arange(len(ids)), targets] -= 1.0
     g /= len(ids)
+    back = g @ emb if kernel is None else g @ emb @ w.T
     lookup = np.zeros_like(emb)
-    np.add.at(lookup, ids, g @ emb)
+    np.add.at(lookup, ids, back)
     return np.stack([lookup, g.T @ x])
 
 
@@ -531,6 +538,50 @@ SHARED_CALL = Item(
 )
 
 
+# ------------------------------------------------ SharedEmbedLM: the gradient reaches the table by both paths
+
+SHARED_GRAD_PUBLIC = dict(token_ids=SHARED_PUBLIC["token_ids"], targets=[3, 3, 7, 0])
+
+
+def shared_gradient_cases() -> list[Case]:
+    """The forward cases (the grader's table, kernel and bias), each with targets."""
+    rng = hidden_rng("01_linen/SharedEmbedLM.gradient")
+    found = []
+    for case in shared_forward_cases():
+        targets = (SHARED_GRAD_PUBLIC["targets"] if case.public
+                   else [int(i) for i in rng.integers(0, case.args["vocab_size"], size=len(case.args["token_ids"]))])
+        found.append(replace(case, args={**case.args, "targets": targets}))
+    return found
+
+
+def shared_gradient_reference(case: Case) -> dict:
+    args = case.args
+    return {"logits": shared_logits(args),
+            "paths": gradient_paths(args["embedding"], args["token_ids"], args["targets"], args["kernel"],
+                                    args["bias"])}
+
+
+SHARED_KEYS = dict(grad_after_forward="linen.shared_grad_after_forward", grad_blocked="linen.shared_grad_blocked",
+                   grad_lookup_blocked="linen.shared_grad_lookup_blocked",
+                   grad_head_blocked="linen.shared_grad_head_blocked")
+
+SHARED_GRADIENT = Item(
+    name="SharedEmbedLM.gradient", symbol="SharedEmbedLM", points=2, probe="shared_gradient",
+    promises=(
+        Promise("the head is the table itself: the gradient of a loss with respect to embed.embedding is the sum of "
+                "the lookup path and the embed.attend path",
+                "probe shared_gradient takes jax.grad of the mean cross-entropy through SharedEmbedLM.apply with "
+                "respect to the table (the grader's kernel and bias fixed) and sends it raw; judge_gradient "
+                "compares it with gradient_paths (both paths through the mixer, float64)"),
+        Promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)",
+                "linen.shared_grad_head_blocked / linen.shared_grad_lookup_blocked / linen.shared_grad_blocked "
+                "name the missing path; linen.grad_numpy with the student's line"),
+    ),
+    cases=shared_gradient_cases, reference=shared_gradient_reference, judge=judge_gradient(SHARED_KEYS),
+    errors=(ErrorPattern("linen.grad_numpy", r"TracerArrayConversionError"),),
+)
+
+
 # ---------------------------------------------------------------- the chapter
 
 MISSING_TRANSPOSE = ErrorPattern("linen.missing_transpose", r"TypeError|ValueError",
@@ -551,5 +602,5 @@ CHAPTER = Chapter(
             ErrorPattern("linen.param_not_found", r"ScopeParamNotFoundError",
                          r'^(?:.*?named "(?P<name>[^"]+)" in scope "(?P<scope>[^"]*)")?'),
             ErrorPattern("linen.param_shape", r"ScopeParamShapeError")),
-    items=(TIEDIO_PARAMS, TIEDIO_CALL, TIEDIO_GRADIENT, TIED_IO_EMBED, SHARED_PARAMS, SHARED_CALL),
+    items=(TIEDIO_PARAMS, TIEDIO_CALL, TIEDIO_GRADIENT, TIED_IO_EMBED, SHARED_PARAMS, SHARED_CALL, SHARED_GRADIENT),
 )

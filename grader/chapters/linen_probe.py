@@ -68,3 +68,20 @@ def shared_forward(ns, vocab_size, d_model, token_ids, embedding, kernel, bias):
     params = {"embed": {"embedding": jnp.asarray(embedding)},
               "mixer": {"kernel": jnp.asarray(kernel), "bias": jnp.asarray(bias)}}
     return module.apply({"params": params}, jnp.asarray(token_ids, jnp.int32))
+
+
+def shared_gradient(ns, vocab_size, d_model, token_ids, targets, embedding, kernel, bias):
+    """The logits of ``SharedEmbedLM`` on the grader's parameters, and the raw gradient of
+    their mean cross-entropy with respect to the table alone (None when the logits are
+    not (T, V))."""
+    import jax
+    import jax.numpy as jnp
+
+    module = lookup(ns, "SharedEmbedLM")(vocab_size=vocab_size, d_model=d_model)
+    ids, table = jnp.asarray(token_ids, jnp.int32), jnp.asarray(embedding)
+    mixer = {"kernel": jnp.asarray(kernel), "bias": jnp.asarray(bias)}
+    apply = lambda e: module.apply({"params": {"embed": {"embedding": e}, "mixer": mixer}}, ids)
+    logits = apply(table)
+    if tuple(getattr(logits, "shape", ())) != (len(token_ids), vocab_size):
+        return {"logits": logits, "grad": None}
+    return {"logits": logits, "grad": jax.grad(lambda e: mean_cross_entropy(apply(e), targets))(table)}

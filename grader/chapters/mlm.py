@@ -150,9 +150,9 @@ FORBIDDEN = (
 )
 TENSOR_TYPES = ("Tensor", "Parameter")
 WHOLE_TENSORS = Promise("Work on whole tensors: no Python loop over heads or positions.",
-                        "source check (grader/source_checks.py): every for/while loop or comprehension in the "
-                        "function and in the notebook functions it calls, except over a literal handful "
-                        "(w_q, w_k, w_v), is mlm.python_loop with its line")
+                        "cost case mlm.case_cost: the ATen operations one call dispatches, counted in the kernel "
+                        "at two sizes of each dimension, may not grow with it (mlm.cost_grows, or "
+                        "mlm.python_loop with the loop's line when the source shows it)")
 
 
 def _bound_to_forbidden(globals_: dict) -> dict[str, str]:
@@ -183,22 +183,15 @@ def _loop_allowances(code: dict, root: str, blocks: str | None) -> dict[str, set
     return allowed
 
 
-def code_finding(item: str, value: dict, loops_over_blocks: bool = False) -> Finding | None:
-    """A forbidden built-in or a Python loop in the code, named with its line; else a
-    forbidden operation in what the call dispatched."""
+def code_finding(value: dict) -> Finding | None:
+    """A forbidden built-in in the code, named with its line; else a forbidden
+    operation in what the call dispatched."""
     code = value.get("code") or {}
     for name, facts in code.items():
         for use in source_checks.forbidden_uses(facts.get("source"), name, FORBIDDEN_NAMES,
                                                 _bound_to_forbidden(facts.get("globals"))):
             key, spelling = use.what.split("|", 1)
             return Finding(key, {"message": spelling, "line": use.where})
-    root_source = (code.get(item) or {}).get("source")
-    blocks = (source_checks.parameters(root_source)[4:5] or [None])[0] if loops_over_blocks else None
-    allowed = _loop_allowances(code, item, blocks)
-    for name, facts in code.items():
-        for loop in source_checks.loops(facts.get("source"), name, allowed[name]):
-            key = "mlm.python_loop_forward" if loops_over_blocks else "mlm.python_loop"
-            return Finding(key, {"function": name, "line": loop.where})
     for op in value.get("ops") or ():
         key = FORBIDDEN_OPS.get(op) or (ATTENTION if str(op).startswith("aten._scaled_dot_product") else None)
         if key:
@@ -206,25 +199,89 @@ def code_finding(item: str, value: dict, loops_over_blocks: bool = False) -> Fin
     return None
 
 
+# ---------------------------------------------------------------- what the code may cost
+
+# "No Python loop over heads or positions" is judged by what a loop costs: the number of
+# ATen operations one call dispatches, counted in the kernel at a base size and with one
+# dimension grown at a time.  Whole-tensor code dispatches as many at every size; a loop
+# over heads, positions or masked rows dispatches at least one more per extra one,
+# however it is spelled (for, a comprehension, map, filter, reduce, recursion).  A loop
+# over a fixed handful (q, k, v; a block's six matrices; the blocks, whose number stays
+# the same) costs the same at every size and passes.  The source is read only to name
+# the line of the loop.
+COST = "mlm.case_cost"
+SIZE_NAMES = {"n": "N", "t": "T", "h": "heads", "m": "M"}  # as the cost case's label shows them
+DIMENSIONS = {"heads": "mlm.dimension_heads", "positions": "mlm.dimension_positions",
+              "batch": "mlm.dimension_batch", "masked": "mlm.dimension_masked"}
+
+
+def cost_case(make, base: dict[str, int], grown: dict[str, tuple[str, int]]) -> Case:
+    """The cost case: ``make(**sizes)`` at ``base``, then with one size grown at a time
+    (``grown``: dimension -> (size, larger value))."""
+    variants = [make(**base)] + [make(**{**base, size: big}) for size, big in grown.values()]
+    dims = [[dim, base[size], big] for dim, (size, big) in grown.items()]
+    shown = ", ".join(f"{SIZE_NAMES[size]} {base[size]} → {big}" for size, big in grown.values())
+    return Case(COST, {"variants": variants, "dims": dims}, shown={"shape": shown})
+
+
+def _loop_line(item: str, value: dict, loops_over_blocks: bool):
+    """The first loop of the code that is not over a fixed handful (or the blocks), to name its line."""
+    code = value.get("code") or {}
+    root_source = (code.get(item) or {}).get("source")
+    blocks = (source_checks.parameters(root_source)[4:5] or [None])[0] if loops_over_blocks else None
+    allowed = _loop_allowances(code, item, blocks)
+    for name, facts in code.items():
+        found = source_checks.loops(facts.get("source"), name, allowed[name])
+        if found:
+            return found[0]
+    return None
+
+
+def cost_finding(item: str, case: Case, value: dict, loops_over_blocks: bool) -> Finding | None:
+    """The first dimension whose growth makes the call dispatch more operations: as
+    many more as the dimension grew, or more (one operation or more per extra head,
+    position or masked row)."""
+    counts, dims = value.get("counts"), case.args["dims"]
+    if not isinstance(counts, list) or len(counts) != len(dims) + 1 or not all(type(c) is int for c in counts):
+        return Finding("common.malformed_record")
+    for (dim, small, big), count in zip(dims, counts[1:]):
+        if count - counts[0] >= big - small:
+            params = {"dimension_key": DIMENSIONS[dim], "small": small, "big": big,
+                      "count_small": counts[0], "count_big": count}
+            loop = _loop_line(item, value, loops_over_blocks)
+            if loop is None:
+                return Finding("mlm.cost_grows", params)
+            key = "mlm.python_loop_forward" if loops_over_blocks else "mlm.python_loop"
+            return Finding(key, {**params, "function": loop.function, "line": loop.where})
+    return None
+
+
 def checked(item: str, judge_values, loops_over_blocks: bool = False):
-    """The judge of an item: first what the code may not do, then the result's type
-    (one tensor), then its values."""
+    """The judge of an item: first what the code may not do (a forbidden built-in; on
+    the cost case, a cost that grows), then the result's type (one tensor), then its values."""
     def judge(case, value, ref):
         if not isinstance(value, dict) or "out" not in value:
             return Finding("common.not_judged", {"reason": "the probe's record has no result"})
-        finding = code_finding(item, value, loops_over_blocks)
-        if finding is not None:
-            return finding
+        finding = code_finding(value)
+        if finding is not None or case.label == COST:
+            return finding or cost_finding(item, case, value, loops_over_blocks)
         if value.get("type") not in TENSOR_TYPES:
             return Finding("mlm.not_a_tensor", {"type": str(value.get("type"))})
         return judge_values(case, value["out"], ref)
     return judge
 
 
-def exercise(name: str, points: int, promises, cases, reference, judge_values, loops_over_blocks=False) -> Item:
+def exercise(name: str, points: int, promises, cases, reference, judge_values, cost, loops_over_blocks=False) -> Item:
     """An item of this chapter: the probe of the same name calls the student's function
-    in the kernel, and the judge checks its code before its values."""
-    return Item(name=name, points=points, probe=name, promises=promises, cases=cases, reference=reference,
+    in the kernel, and the judge checks its code before its values.  The cost case
+    (``cost()``) comes right after the worked examples."""
+    def drawn():
+        found = cases()
+        public = sum(case.public for case in found)
+        return found[:public] + [cost()] + found[public:]
+
+    return Item(name=name, points=points, probe=name, promises=promises, cases=drawn,
+                reference=lambda case: None if case.label == COST else reference(case),
                 judge=checked(name, judge_values, loops_over_blocks))
 
 
@@ -269,6 +326,13 @@ def ln_cases() -> list[Case]:
     return found
 
 
+def tensor_cost(item: str):
+    """The cost case of a function of one tensor x (N, T, 8): positions and batch grown."""
+    rng = hidden_rng(f"05_mlm/{item}/cost")
+    return cost_case(lambda n, t: {"x": _normal(rng, (n, t, 8), 1.0)}, {"n": 2, "t": 4},
+                     {"positions": ("t", 12), "batch": ("n", 6)})
+
+
 def _ln_reference(x, eps=None, **switches):
     return layer_norm_ref(x, EPS if eps is None else eps, **switches)
 
@@ -297,7 +361,7 @@ LAYER_NORM_ITEM = exercise(
                 "dispatched"),
         WHOLE_TENSORS,
     ),
-    cases=ln_cases, reference=lambda case: _ln_reference(**case.args),
+    cases=ln_cases, reference=lambda case: _ln_reference(**case.args), cost=lambda: tensor_cost("layer_norm"),
     judge_values=values_judge((
         Symptom("mlm.unbiased_variance", _is(_ln_reference, LN_TOL, unbiased=True)),
         Symptom("mlm.eps_outside", _is(_ln_reference, LN_TOL, eps_outside=True)),
@@ -343,7 +407,7 @@ GELU_ITEM = exercise(
                 "with its line; runtime: aten.gelu dispatched"),
         WHOLE_TENSORS,
     ),
-    cases=gelu_cases, reference=lambda case: gelu_ref(case.args["x"]),
+    cases=gelu_cases, reference=lambda case: gelu_ref(case.args["x"]), cost=lambda: tensor_cost("gelu_tanh"),
     judge_values=values_judge((Symptom("mlm.exact_gelu", _is(gelu_ref, GELU_TOL, exact=True)),), GELU_TOL),
 )
 
@@ -409,6 +473,16 @@ def mha_cases() -> list[Case]:
     return found
 
 
+def mha_cost() -> Case:
+    """Heads (d_model 16), positions and batch grown."""
+    rng = hidden_rng("05_mlm/multi_head_attention/cost")
+
+    def make(n, t, h):
+        return {"x": _normal(rng, (n, t, 16), 1.0), **{k: _normal(rng, (16, 16), 0.25) for k in
+                ("w_q", "w_k", "w_v", "w_o")}, "num_heads": h}
+    return cost_case(make, {"n": 2, "t": 4, "h": 2}, {"heads": ("h", 8), "positions": ("t", 12), "batch": ("n", 6)})
+
+
 def _any_wrong_split(reference, tol):
     def test(case, value, ref):
         return any(_close(value, reference(**case.args, split=s, merge=m), **tol)
@@ -443,7 +517,7 @@ ATTENTION_ITEM = exercise(
                 "aten._scaled_dot_product_*"),
         WHOLE_TENSORS,
     ),
-    cases=mha_cases, reference=lambda case: mha_ref(**case.args),
+    cases=mha_cases, reference=lambda case: mha_ref(**case.args), cost=mha_cost,
     judge_values=values_judge(attention_symptoms(mha_ref, MHA_TOL), MHA_TOL),
 )
 
@@ -525,6 +599,18 @@ def forward_cases() -> list[Case]:
     return found
 
 
+def forward_cost() -> Case:
+    """Heads, positions, batch and masked positions grown; one block at every size."""
+    rng = hidden_rng("05_mlm/mlm_forward_tied/cost")
+
+    def make(n, t, h, m):
+        args = _forward_args(rng, (n, t, 10, 16, h, 1, "none"))
+        args["mask_indicator"].flat[:m] = 1.0
+        return args
+    return cost_case(make, {"n": 2, "t": 4, "h": 2, "m": 2},
+                     {"heads": ("h", 8), "positions": ("t", 12), "batch": ("n", 6), "masked": ("m", 7)})
+
+
 def _separate_head(case, value, ref) -> bool:
     """Tied logits are ``h @ E.T``: every row lies in the span of E's columns."""
     emb = np.asarray(case.args["w_emb"], np.float64)
@@ -561,10 +647,11 @@ FORWARD_ITEM = exercise(
                 "masks some, none (M = 0) and all; symptom mlm.not_gathered"),
         Promise("returns a tensor", "mlm.not_a_tensor"),
         Promise("no Python loop over heads or positions (the loop over the blocks is the one allowed)",
-                "source check: loops whose iterable does not come from blocks_weights are mlm.python_loop_forward"),
+                "cost case: the dispatched operations may not grow with heads, T, N or the masked positions M "
+                "(the blocks stay one); mlm.python_loop_forward names a loop not over blocks_weights"),
         Promise("forbidden built-ins", "as in the helpers: raise, source check, dispatched operations"),
     ),
-    cases=forward_cases, reference=lambda case: forward_ref(**case.args),
+    cases=forward_cases, reference=lambda case: forward_ref(**case.args), cost=forward_cost,
     judge_values=values_judge((
         Symptom("mlm.separate_head", _separate_head),
         Symptom("mlm.not_gathered", _is(forward_ref, FORWARD_TOL, gathered=False)),

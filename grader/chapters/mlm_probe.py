@@ -6,7 +6,9 @@ block whatever happens.  Names in the notebook that are bound to them directly
 (``from torch.nn.functional import gelu``) are swapped for the same while.  What
 reaches them another way (``torch.ops.aten.gelu``) is in the raw list of the
 operations the call dispatched, and the source of the function goes out raw: the
-grader decides on both.
+grader decides on both.  On the cost case the probes call the function at two sizes
+of each dimension and send how many operations each call dispatched: a Python loop
+over heads or positions shows as a count that grows.
 
 ``mlm_forward_tied`` is judged on its own: while it runs, the names ``layer_norm``,
 ``gelu_tanh`` and ``multi_head_attention`` of the notebook are the reference ones
@@ -17,6 +19,7 @@ import math
 import numpy as np
 
 from grader.probe_runtime import code_facts, lookup
+from grader.probe_torch import single_threaded
 
 ITEMS = ("layer_norm", "gelu_tanh", "multi_head_attention", "mlm_forward_tied")
 
@@ -55,21 +58,25 @@ def _raiser(label):
 
 
 def _recorder():
-    """A dispatch mode that records the name of every ATen operation run under it."""
+    """A dispatch mode that records the name of every ATen operation run under it, and
+    how many it ran."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Recorder(TorchDispatchMode):
         def __init__(self):
             super().__init__()
             self.ops = set()
+            self.count = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             self.ops.add(str(getattr(func, "overloadpacket", func)))
+            self.count += 1
             return func(*args, **(kwargs or {}))
 
     return Recorder()
 
 
+@single_threaded
 def _guarded_call(ns, name, args, kwargs=None, helpers=None):
     """``ns[name](*args, **kwargs)`` with the forbidden built-ins raising and, when
     given, ``helpers`` standing in for the notebook's names of the same while; the
@@ -103,7 +110,8 @@ def _guarded_call(ns, name, args, kwargs=None, helpers=None):
                 space.pop(key, None)
             else:
                 space[key] = value
-    return {"out": _numpy(result), "type": type(result).__name__, "ops": sorted(recorder.ops), "code": code}
+    return {"out": _numpy(result), "type": type(result).__name__, "ops": sorted(recorder.ops),
+            "count": recorder.count, "code": code}
 
 
 def _numpy(value):
@@ -151,21 +159,40 @@ def reference_multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads):
 
 # ---------------------------------------------------------------- probes
 
+def _costed(probe):
+    """``probe``, which on a cost case (``variants``: the arguments at a base size and
+    with one dimension grown at a time) calls it on each and sends the raw number of
+    operations each call dispatched; the grader compares them (``mlm.cost_finding``)."""
+    def run(ns, variants=None, dims=None, **args):
+        if variants is None:
+            return probe(ns, **args)
+        records = [probe(ns, **variant) for variant in variants]
+        return {"out": None, "type": "cost", "counts": [r["count"] for r in records],
+                "ops": sorted(set().union(*(r["ops"] for r in records))), "code": records[0]["code"]}
+
+    run.__name__ = run.__qualname__ = probe.__name__
+    return run
+
+
+@_costed
 def layer_norm(ns, x, eps=None):
     if eps is None:
         return _guarded_call(ns, "layer_norm", [_tensor(x)])
     return _guarded_call(ns, "layer_norm", [_tensor(x)], {"eps": float(eps)})
 
 
+@_costed
 def gelu_tanh(ns, x):
     return _guarded_call(ns, "gelu_tanh", [_tensor(x)])
 
 
+@_costed
 def multi_head_attention(ns, x, w_q, w_k, w_v, w_o, num_heads):
     tensors = [_tensor(a) for a in (x, w_q, w_k, w_v, w_o)]
     return _guarded_call(ns, "multi_head_attention", tensors + [int(num_heads)])
 
 
+@_costed
 def mlm_forward_tied(ns, input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads):
     tensors = [_tensor(a) for a in (input_ids, mask_indicator, w_emb, pos_embed, blocks_weights)]
     helpers = {"layer_norm": reference_layer_norm, "gelu_tanh": reference_gelu_tanh,

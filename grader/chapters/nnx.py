@@ -385,12 +385,28 @@ def _grad_slot_zero(slot: int):
     return test
 
 
+CONTAINERS = ("tuple", "list", "dict")
+
+
+def judge_stacked(judge_values):
+    """A tuple, list or dict where one stacked array is asked is nnx.grad_not_stacked,
+    judged from the raw type the probe sends (``typed_call``); else ``judge_values``."""
+    def judge(case: Case, value, ref) -> Finding | None:
+        if not isinstance(value, dict) or set(value) != {"type", "out"}:
+            return Finding("common.malformed_record")
+        if value["type"] in CONTAINERS:
+            return Finding("nnx.grad_not_stacked", {"got": value["type"]})
+        return judge_values(case, value["out"], ref)
+    return judge
+
+
 TIED_GRAD_PATHS = Item(
-    name="tied_grad_paths", points=3, probe="call",
+    name="tied_grad_paths", points=3, probe="typed_call",
     promises=(
         Promise("tied_grad_paths(embedding, token_ids, targets): a (V, D) float32 matrix and int ids and targets of "
                 "shape (T,)", "cases send a float32 array and two int32 arrays, positionally"),
-        Promise("returns both paths stacked, shape (2, V, D)", "nnx.grad_not_stacked; common.wrong_shape"),
+        Promise("returns both paths stacked, shape (2, V, D)", "nnx.grad_not_stacked for one (V, D) matrix, and for a "
+                "tuple, list or dict, judged from the raw type (probe typed_call); common.wrong_shape"),
         Promise("[0] the lookup path, [1] the projection path", "nnx.grad_swapped; nnx.grad_total for the sum in "
                 "one slot; nnx.grad_lookup_zero / nnx.grad_head_zero for a path stopped to zeros"),
         Promise("of the mean cross-entropy", "nnx.grad_sum_not_mean"),
@@ -403,7 +419,7 @@ TIED_GRAD_PATHS = Item(
                 "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
     ),
     cases=grad_cases, reference=_paths,
-    judge=matches_reference((
+    judge=judge_stacked(matches_reference((
         Symptom("nnx.grad_not_stacked", _grad_not_stacked),
         Symptom("nnx.grad_swapped", _grad_swapped),
         Symptom("nnx.grad_total", _grad_total),
@@ -411,7 +427,7 @@ TIED_GRAD_PATHS = Item(
         Symptom("nnx.grad_set_not_add", _grad_set_not_add),
         Symptom("nnx.grad_lookup_zero", _grad_slot_zero(0)),
         Symptom("nnx.grad_head_zero", _grad_slot_zero(1)),
-    ), **GRAD_TOL),
+    ), **GRAD_TOL)),
 )
 
 

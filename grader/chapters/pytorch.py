@@ -17,7 +17,11 @@ from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symp
 CHAPTER_ID = "03_pytorch"
 RTOL = 1e-4
 # What torch says when a matrix product's shapes do not line up.
-SHAPES_DONT_MULTIPLY = r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size"
+SHAPES_DONT_MULTIPLY = r"mat1 and mat2 shapes cannot be multiplied|size mismatch"
+# What torch says when an elementwise operation cannot broadcast its operands: not a
+# matrix product, so never the transpose diagnosis.
+BROADCAST = ErrorPattern("pytorch.broadcast", r"RuntimeError",
+                         r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\) at non-singleton")
 
 
 def _matrix(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
@@ -380,23 +384,37 @@ def grad_cases() -> list[Case]:
     return _tiny_cases("TinyLM.grad", TINY_SHAPES[:4], with_upstream=True)
 
 
+def lookup_path(facts: dict, shape) -> np.ndarray | None:
+    """What the lookups send the matrix: each call's output gradient added into the rows
+    it looked up (None when ``embed`` never looked anything up with a gradient)."""
+    found = np.zeros(shape, np.float64)
+    calls = [c for c in facts.get("lookups") or () if c.get("grad") is not None]
+    for call in calls:
+        ids, grad = np.asarray(call["ids"], np.int64).ravel(), _f64(call["grad"])
+        if grad.shape[-1:] != shape[-1:] or grad.size != ids.size * shape[-1] or np.any((ids < 0) | (ids >= shape[0])):
+            return None
+        np.add.at(found, ids, grad.reshape(-1, shape[-1]))
+    return found if calls else None
+
+
 def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
-    shared, lookup, projection = (_f64(facts[k]) for k in ("shared", "lookup", "projection"))
-    if not np.any(lookup):
+    """The raw gradient of the shared matrix, split by the grader: the lookup's part from
+    what each lookup's output received, the rest is the projection's.  A path is named
+    only when it is missing."""
+    shared = _f64(facts["shared"])
+    lookup = lookup_path(facts, shared.shape)
+    if lookup is None or not np.any(lookup):
         return Finding("pytorch.lookup_not_embed")
-    h, up = _f64(facts["h"]), _f64(case.args["upstream"])
-    v, d = lookup.shape
-    if h.shape == (*up.shape[:-1], d) and not np.any(projection) and np.any(up.reshape(-1, v).T @ h.reshape(-1, d)):
-        return Finding("pytorch.projection_detached")  # the head's input would send it a gradient
-    total = lookup + projection
-    atol = _scaled_atol(total)
-    if close(shared, total, RTOL, atol):
-        return None
-    separate_head = _distinct(facts["ids"]) == 2 and facts["head_grad"] is not None
-    if separate_head or close(shared, lookup, RTOL, atol):
+    atol = _scaled_atol(shared)
+    if not close(shared - lookup, np.zeros_like(shared), RTOL, atol):
+        return None  # the projection's part reaches the matrix too, however the head is written
+    if _distinct(facts["ids"]) == 2 and facts["head_grad"] is not None:
         return Finding("pytorch.grad_one_path")
-    err = float(np.max(np.abs(shared - total))) if shared.shape == total.shape else float("nan")
-    return Finding("pytorch.grad_not_sum", {"max_err": f"{err:.3g}"})
+    h, up = _f64(facts["h"]), _f64(case.args["upstream"])
+    v, d = shared.shape
+    if h.shape == (*up.shape[:-1], d) and not np.any(up.reshape(-1, v).T @ h.reshape(-1, d)):
+        return None  # the head's input sends it nothing here
+    return Finding("pytorch.projection_detached")
 
 
 TINYLM_GRAD = Item(
@@ -405,9 +423,10 @@ TINYLM_GRAD = Item(
     errors=(TRANSPOSED_HEAD,),
     promises=(
         Promise("the shared matrix's gradient is the sum of the lookup's and the projection's",
-                "probe re-ties an untied model, splits the paths on an untied twin; judge_grad "
-                "compares the raw gradients (lookup_not_embed, projection_detached, grad_one_path, "
-                "grad_not_sum)"),
+                "probe re-ties an untied model and sends the raw gradient of embed.weight with what each "
+                "lookup's output received; judge_grad adds the lookup's part into its rows and judges the rest "
+                "as the projection's, whatever spells the head (lm_head, F.linear, @ embed.weight.T): "
+                "lookup_not_embed, projection_detached, grad_one_path"),
     ),
 )
 
@@ -535,7 +554,8 @@ CHAPTER = Chapter(
     id=CHAPTER_ID,
     title="PyTorch and Hugging Face",
     probe_module="grader.chapters.pytorch_probe",
-    errors=(ErrorPattern("pytorch.module_names", r"AttributeError", r"has no attribute '(embed|blocks|ln_f|lm_head)'"),
+    errors=(BROADCAST,
+            ErrorPattern("pytorch.module_names", r"AttributeError", r"has no attribute '(embed|blocks|ln_f|lm_head)'"),
             ErrorPattern("pytorch.index_out_of_range", r"IndexError", r"index out of range in self")),
     items=(TIE_WEIGHTS, TIE_WEIGHTS_REFUSED, TINYLM_TIED, TINYLM_FORWARD, TINYLM_GRAD, TIED_LOGITS),
 )

@@ -3,32 +3,11 @@
 Every probe builds its modules from the numbers the grader sends, calls the
 student's code, and returns what it finds as plain arrays, numbers and booleans.
 """
-import functools
 
 import numpy as np
 
 from grader.probe_runtime import clip, error_text, lookup
-from grader.probe_torch import to_numpy
-
-
-def _single_threaded(probe):
-    """Run a probe on one intra-op thread, then restore the kernel's setting.
-
-    The models are tiny, and graders run several kernels side by side: with one
-    thread per kernel the probes take a tenth of the time they take oversubscribed.
-    """
-    @functools.wraps(probe)
-    def run(*args, **kwargs):
-        import torch
-
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return probe(*args, **kwargs)
-        finally:
-            torch.set_num_threads(before)
-
-    return run
+from grader.probe_torch import single_threaded, to_numpy
 
 
 def _values(tensor):
@@ -87,7 +66,7 @@ def _tie_facts(e, w):
     }
 
 
-@_single_threaded
+@single_threaded
 def tie_weights_tied(ns, embedding, head, head_bias, hidden):
     """``tie_weights`` on shapes that can be tied: what the two modules hold afterwards."""
     import torch
@@ -117,7 +96,7 @@ def tie_weights_tied(ns, embedding, head, head_bias, hidden):
     return facts
 
 
-@_single_threaded
+@single_threaded
 def tie_weights_refused(ns, embedding, head):
     """``tie_weights`` on shapes that cannot be tied: what it raised, and what it changed."""
     vocab_size, d_model = np.shape(embedding)
@@ -172,7 +151,7 @@ def _kind(module):
             **{k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items() if isinstance(v, (int, tuple))}}
 
 
-@_single_threaded
+@single_threaded
 def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
     """How ``TinyLM`` holds its matrix and its modules: at construction, after an SGD
     step, after ``.to``; and the names its ``state_dict`` registers."""
@@ -206,7 +185,7 @@ def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
     return facts
 
 
-@_single_threaded
+@single_threaded
 def tinylm_forward(ns, vocab_size, d_model, n_layers, seed, input_ids):
     """The logits of the (re-tied) model, the output of ``ln_f`` that fed them, how often
     each block ran, and the matrices the logits may come from."""
@@ -239,53 +218,46 @@ def tinylm_forward(ns, vocab_size, d_model, n_layers, seed, input_ids):
     }
 
 
-@_single_threaded
+@single_threaded
 def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
-    """The matrix's gradient in the (re-tied) model, and the same gradient split into its two paths.
-
-    The split comes from a twin of the model whose head gets a Parameter of its own,
-    with the same values: the twin's embedding then receives only the lookup's part,
-    and its head only the projection's part.
-    """
-    import copy
-
+    """The raw gradient of the matrix in the (re-tied) model, and what the grader needs
+    to split it into its paths, whatever spells the head (``self.lm_head(h)``,
+    ``F.linear(h, self.embed.weight)``, ``h @ self.embed.weight.T``): the ids each call
+    of ``embed`` looked up with the gradient its output received (the lookup's part),
+    and what ``ln_f`` handed on (the projection's part is ``upstream.T @ it``)."""
     import torch
-    from torch import nn
 
     model = _retied(_tinylm(ns, vocab_size, d_model, n_layers, seed))
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     weights = torch.from_numpy(np.asarray(upstream, np.float32))
+    looked_up, seen = [], []
 
-    def backward(m):
-        m.zero_grad(set_to_none=True)
-        (m(ids).float() * weights).sum().backward()
+    def on_embed(module, args, out):
+        if isinstance(out, torch.Tensor) and out.requires_grad and args and isinstance(args[0], torch.Tensor):
+            out.retain_grad()
+            looked_up.append((args[0].detach().clone(), out))
 
-    twin = copy.deepcopy(model)
-    seen = []  # what ln_f hands the head: the projection's part of the gradient is upstream.T @ it
-    hook = model.ln_f.register_forward_hook(lambda module, args, out: seen.append(out.detach().clone()))
+    hooks = [model.embed.register_forward_hook(on_embed),
+             model.ln_f.register_forward_hook(lambda module, args, out: seen.append(out.detach().clone()))]
+    model.zero_grad(set_to_none=True)
     try:
-        backward(model)
+        (model(ids).float() * weights).sum().backward()
     finally:
-        hook.remove()
-    twin.lm_head.weight = twin_head = nn.Parameter(twin.embed.weight.detach().clone())
-    backward(twin)  # read the Parameters the pass used: a forward may replace them as it runs
+        for hook in hooks:
+            hook.remove()
     zeros = np.zeros(tuple(model.embed.weight.shape), np.float32)
-
-    def grad(p):
-        return to_numpy(p.grad) if p.grad is not None else zeros
-
     head = model.lm_head.weight
     return {
-        "shared": grad(model.embed.weight),
-        "lookup": grad(twin.embed.weight),
-        "projection": grad(twin_head),
+        "shared": to_numpy(model.embed.weight.grad) if model.embed.weight.grad is not None else zeros,
+        "lookups": [{"ids": to_numpy(i), "grad": to_numpy(out.grad) if out.grad is not None else None}
+                    for i, out in looked_up],
         "ids": [id(model.embed.weight), id(head)],
         "head_grad": None if head.grad is None else to_numpy(head.grad),
         "h": to_numpy(seen[-1]) if seen else np.zeros((0,)),
     }
 
 
-@_single_threaded
+@single_threaded
 def tied_logits_call(ns, h, E, b, upstream, pass_b):
     """``tied_logits`` on tensors made from the grader's arrays, which require grad:
     what it returns, and the gradients a backward pass with ``upstream`` leaves on

@@ -148,4 +148,18 @@ return embedding[:, token_ids].T @ embedding
         EMBED + "self.mixer = nn.Dense(self.d_model, use_bias=False)\n",
         "return self.embed.attend(self.mixer(self.embed(token_ids)))\n"),
         {"SharedEmbedLM.params": "linen.shared_param_names", "SharedEmbedLM.__call__": "common.wrong_values"}),
+    # The head's gradient is judged too: a stop_gradient on it keeps the logits right (issue 27).
+    Pitfall("01_linen", "shared_head_stop_gradient", {"SharedEmbedLM.__call__": '''
+h = self.mixer(self.embed(token_ids))
+return h @ jax.lax.stop_gradient(self.embed.embedding).T
+'''}, {"SharedEmbedLM.params": "pass", "SharedEmbedLM.__call__": "pass",
+       "SharedEmbedLM.gradient": "linen.shared_grad_head_blocked"}),
+    Pitfall("01_linen", "shared_lookup_stop_gradient", {"SharedEmbedLM.__call__": '''
+return self.embed.attend(self.mixer(jax.lax.stop_gradient(self.embed(token_ids))))
+'''}, {"SharedEmbedLM.__call__": "pass", "SharedEmbedLM.gradient": "linen.shared_grad_lookup_blocked"}),
+    # A bfloat16 parameter is a dtype finding wherever it shows, never "could not be judged".
+    Pitfall("01_linen", "bfloat16_param", {"TiedIO.__call__": f'''
+embedding = self.param("embedding", {LINEN_INIT}, jnp.bfloat16)
+return embedding[token_ids] @ embedding.T
+'''}, {"TiedIO.params": "common.wrong_dtype", "tied_io_embed": "common.wrong_dtype"}),
 ]

@@ -162,6 +162,12 @@ return torch.stack(rows).reshape(x.shape)
         out="torch.stack([logits_all[i, j] for i in range(input_ids.shape[0]) "
             "for j in range(input_ids.shape[1]) if mask_indicator[i, j] > 0.5])")},
             {"mlm_forward_tied": "mlm.python_loop_forward"}),
+    # map and filter are loops too: the masked rows one by one (issue 27)
+    Pitfall(CH, "gather_by_map_and_filter", {"mlm_forward_tied": forward(head='''x @ w_emb.T
+flat, keep = logits_all.reshape(-1, logits_all.shape[-1]), (mask_indicator > 0.5).flatten()''',
+        out="torch.stack(list(map(flat.__getitem__, list(filter(keep.__getitem__, "
+                                 "range(len(keep)))))))")},
+            {"mlm_forward_tied": "mlm.python_loop_forward"}),
     # The loop over the blocks is the forward pass's one loop: by index, or in a nested helper
     # (each next to a mistake elsewhere, so that the notebook is still a wrong one).
     Pitfall(CH, "blocks_by_index+loop_over_heads", {"multi_head_attention": LOOP_OVER_HEADS, "mlm_forward_tied": '''

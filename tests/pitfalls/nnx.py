@@ -174,4 +174,11 @@ self.embedding = nnx.Variable({DRAW})
     Pitfall("02_nnx", "divided_by_d", {"TiedEmbed.__init__": '''
 self.embedding = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, d_model)) / d_model)
 '''}, {"TiedEmbed.params": "common.init_std", "tied_io_embed": "nnx.scaled", "TiedEmbed.__call__": "pass"}),
+    # The tuple jax.grad gives for two argnums holds the right paths, but one stacked
+    # array is asked: judged from the raw type, not from what np.asarray makes of it.
+    Pitfall("02_nnx", "grad_paths_tuple", {"tied_grad_paths": '''
+ids, matrix = jnp.asarray(token_ids, jnp.int32), jnp.asarray(embedding)
+loss = lambda lookup, project: mean_cross_entropy(lookup[ids] @ project.T, targets)
+return jax.grad(loss, argnums=(0, 1))(matrix, matrix)
+'''}, {"tied_grad_paths": "nnx.grad_not_stacked", "TiedEmbed.gradient": "pass", "tied_io_embed": "pass"}),
 ]

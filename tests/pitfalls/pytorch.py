@@ -157,4 +157,7 @@ PITFALLS = [
         "tied_logits": "logits = h @ E.detach().T\nreturn logits if b is None else logits + b",
     }, {"TinyLM.tied": "pass", "TinyLM.forward": "common.wrong_dtype", "TinyLM.grad": "pass",
         "tied_logits": "pytorch.logits_detached"}),
+    # A bias added as a column fails to broadcast: named as such, not as a missing transpose.
+    Pitfall(CH, "bias_as_a_column", {"tied_logits": "out = h @ E.T\nreturn out if b is None else out + b.view(-1, 1)"},
+            {"tied_logits": "pytorch.broadcast", "TinyLM.grad": "pass"}),
 ]
