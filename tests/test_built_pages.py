@@ -78,7 +78,9 @@ def test_no_page_shows_a_raw_pipe_table():
 
 
 class NotebookLinks(HTMLParser):
-    """The page's links to notebooks, and whether it shows code cells."""
+    """The page's links to its own notebook (under _sources/; an exercise notebook offered
+    with ``{download}`` sits under _downloads/ and is not the page's), and whether it shows
+    code cells."""
 
     def __init__(self):
         super().__init__()
@@ -86,8 +88,9 @@ class NotebookLinks(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         attrs = {name: value or "" for name, value in attrs}
-        if tag == "a" and attrs.get("href", "").endswith(".ipynb"):
-            self.notebooks.append(attrs["href"])
+        href = attrs.get("href", "")
+        if tag == "a" and href.endswith(".ipynb") and "_sources/" in href:
+            self.notebooks.append(href)
         self.code_cells += "cell" in attrs.get("class", "").split() and tag == "div"
 
 
