@@ -5,6 +5,7 @@ Runs on the build that ``make test`` makes first (``TIED_HTML`` for another one)
 """
 from __future__ import annotations
 
+import html
 import re
 from html.parser import HTMLParser
 
@@ -141,3 +142,34 @@ def test_papers_are_cited_from_the_bibliography():
     assert keys <= cited, f"in references.bib but cited nowhere: {keys - cited}"
     bibliography = (HTML / "book" / "bibliography.html").read_text(encoding="utf-8")
     assert bibliography.count('role="doc-biblioentry"') == len(keys), "the bibliography page lacks entries"
+
+
+CAPTION_NUMBER = re.compile(r'class="caption-number">(?:Fig\.|Table) ([0-9a-z.]+)')
+CHAPTER_NAME = re.compile(r"^(\d\d[a-z]?)_")
+LOOKS_LIKE_A_CHAPTER = re.compile(r"^\d\d[a-z]?(\.|$)")
+
+
+def test_figures_are_numbered_within_their_page():
+    """A chapter's figures are Fig. 04b.1, 04b.2, ...; an unnumbered page (the intro) counts
+    its own, so that its Fig. 1 is not taken for a figure of chapter 01."""
+    wrong, numbered = {}, 0
+    for page in pages():
+        found = CAPTION_NUMBER.findall(page.read_text(encoding="utf-8"))
+        if chapter := CHAPTER_NAME.match(page.name):
+            bad = [n for n in found if not n.startswith(chapter.group(1) + ".")]
+        else:
+            bad = [n for n in found if LOOKS_LIKE_A_CHAPTER.match(n)]
+        numbered += len(found)
+        if bad:
+            wrong[page.relative_to(HTML).as_posix()] = bad
+    assert not wrong, f"figure numbers that name another chapter: {wrong}"
+    assert numbered >= 10, f"only {numbered} numbered figures in the book"
+
+
+def test_bibliography_is_labelled_and_ordered_as_cited():
+    """The list says "Press and Wolf, 2017" as the text does, in the order of those names."""
+    bibliography = (HTML / "book" / "bibliography.html").read_text(encoding="utf-8")
+    labels = [html.unescape(label) for label in re.findall(
+        r'class="label"><span class="fn-bracket">\[</span>(.*?)<span', bibliography)]
+    assert labels and all(re.search(r", \d{4}[a-z]?$", label) for label in labels), labels
+    assert labels == sorted(labels, key=str.casefold), labels

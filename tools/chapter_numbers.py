@@ -34,7 +34,12 @@ def name_the_chapters(app: Sphinx, env: BuildEnvironment) -> list[str]:
         return []
     for numbers in env.toc_secnumbers.values():
         numbers.update({anchor: renumbered(n, names) for anchor, n in numbers.items()})
-    for kinds in env.toc_fignumbers.values():
+    # A page without a chapter name (the intro) counts its figures 1, 2, ... on its own:
+    # its Fig. 1 is not chapter 1's, so only the chapters' figures take the chapter's name.
+    chapters = {docname for docname, numbers in env.toc_secnumbers.items() if numbers.get("")}
+    for docname, kinds in env.toc_fignumbers.items():
+        if docname not in chapters:
+            continue
         for figures in kinds.values():
             figures.update({name: renumbered(n, names) for name, n in figures.items()})
     # The sidebar's entries carry their numbers on the reference nodes of each page's toc,
