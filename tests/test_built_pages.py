@@ -173,3 +173,23 @@ def test_bibliography_is_labelled_and_ordered_as_cited():
         r'class="label"><span class="fn-bracket">\[</span>(.*?)<span', bibliography)]
     assert labels and all(re.search(r", \d{4}[a-z]?$", label) for label in labels), labels
     assert labels == sorted(labels, key=str.casefold), labels
+
+
+INLINE_CODE = re.compile(r'<code class="([^"]*\bliteral\b[^"]*)">(.*?)</code>', re.S)
+
+
+def test_short_inline_code_is_kept_on_one_line():
+    """Inline code of at most 24 characters ("--lang es") carries the class that tied.css
+    keeps unbroken; longer code does not, so that it can still break at a phone's width.
+    (The article only: the sidebars' titles come from the table of contents.)"""
+    wrong, short = [], 0
+    for page in pages():
+        article = page.read_text(encoding="utf-8").partition('<article class="bd-article"')[2]
+        for classes, inner in INLINE_CODE.findall(article.partition("</article>")[0]):
+            text = html.unescape(re.sub(r"<[^>]+>", "", inner))
+            marked = "tied-short" in classes.split()
+            short += marked
+            if marked != (len(text) <= 24):
+                wrong.append(f"{page.name}: {text!r}")
+    assert not wrong, wrong[:10]
+    assert short > 100, f"only {short} short inline code elements"

@@ -9,6 +9,10 @@
   go in a ``div.tied-notes-pair`` that starts with a button naming their languages
   ("ES · KO"). Readers whose browser prefers neither language see that button only, and
   it opens the notes in place (book/_static/tied.js, tied.css).
+- Short inline code on one line: a ``literal`` of at most SHORT_CODE characters gets the
+  class ``tied-short``, which tied.css keeps unbroken (a hyphen is a break opportunity, so
+  ``--lang`` could end a line after "--"); longer code may still break anywhere, so that
+  nothing is wider than a phone's column.
 - Each inline script once: Sphinx 7.4 keeps an inline script that an extension adds after
   the builder starts (sphinx-thebe's ``const THEBE_JS_URL = ...``, sphinx-togglebutton's
   selector) under the file name ``None`` and adds it again from its registry under ``''``
@@ -92,8 +96,18 @@ def drop_repeated_scripts(app: Sphinx, pagename: str, templatename: str, context
     scripts[:] = kept   # in place: the builder restores its own list after each page
 
 
+SHORT_CODE = 24   # about 200 px of the theme's inline monospace: well within 390 px
+
+
+def short_code_unbroken(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    for literal in doctree.findall(nodes.literal):
+        if len(literal.astext()) <= SHORT_CODE:
+            literal["classes"].append("tied-short")
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", flags_as_badges)
+    app.connect("doctree-resolved", short_code_unbroken)
     app.connect("doctree-resolved", pair_the_notes)
     # Late, after the theme and myst-nb have added their scripts for the page.
     app.connect("html-page-context", drop_repeated_scripts, priority=900)
