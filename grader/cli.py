@@ -183,6 +183,10 @@ def run_grade(args) -> int:
     except ShardError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    missing = [p for p in args.paths if not p.exists()]
+    if missing:  # before anything is written: a mistyped class folder is no student named "."
+        print(f"grader grade: {text('common.no_such_path', args.lang, path=missing[0])}", file=sys.stderr)
+        return EXIT_USAGE
     limits = Limits(args.timeout, int(args.memory * 2**30), sandbox=args.sandbox)
     try:
         book = grade_all(args.paths, args.out, args.jobs, limits, args.lang, shard)
@@ -199,14 +203,17 @@ def run_grade(args) -> int:
 
 def run_merge(args) -> int:
     from .gradebook import Gradebook
-    from .shards import ShardError, merged_entries
+    from .shards import ShardError, ShardSetError, merged_entries
 
     try:
-        entries = merged_entries(args.shards)
+        entries, graded_with = merged_entries(args.shards)
+    except ShardSetError as exc:
+        print(f"grader merge: {text(exc.key, args.lang, **exc.params)}", file=sys.stderr)
+        return EXIT_USAGE
     except (ShardError, OSError, ValueError, KeyError) as exc:
         print(f"grader merge: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    book = Gradebook(args.out, args.lang, fresh=True)
+    book = Gradebook(args.out, args.lang, fresh=True, graded_with=graded_with)
     book.entries = entries
     book.save()
     print(f"{book.csv_path}\n{book.json_path}")
