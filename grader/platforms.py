@@ -258,6 +258,13 @@ fi
 chmod -R go-rwx "$ROOT/source"
 find "$ROOT/venv/" -path '*/site-packages/grader/chapters/*.py' ! -name '*_probe.py' ! -name '__init__.py' \\
   -exec chmod 600 {} +
+# The compiled files too: Python imports a module from its .pyc without reading the
+# .py.  Root's later imports write .pyc files into this root-only folder.
+shopt -s nullglob
+for CHAPTERS in "$ROOT"/venv/lib/python3*/site-packages/grader/chapters; do
+  mkdir -p "$CHAPTERS/__pycache__"
+  chmod 700 "$CHAPTERS/__pycache__"
+done
 mkdir -p "$ROOT/results"
 chmod 755 "$ROOT/results"
 """
