@@ -320,7 +320,8 @@ PRAIRIELEARN_QUESTION = """<pl-question-panel>
 """
 PRAIRIELEARN_README = """# Tied's grader for PrairieLearn: chapter {chapter}
 
-Copy the two folders into your course repository and build the image:
+Copy `serverFilesCourse/` and `questions/` into your course repository and build the
+image from `image/`:
 
 - `serverFilesCourse/{folder}/` holds `run.sh`, the external grader's entry point;
 - `questions/{question}/` holds the question: `info.json` (external grading enabled)
@@ -336,6 +337,14 @@ chapter's solution took {cold:.1f} s on the machine that exported this (no cache
 references or compiled programs, as in a fresh container), times three, plus 30 s;
 the notebook itself gets {notebook_timeout} s, so that a student whose notebook runs
 too long reads why rather than a killed job.  Messages are in "{lang}".
+
+**What this image does not protect** (unlike the Gradescope export): the notebook runs
+as the same user as the grader, next to the chapter modules that compute the
+references and next to `/grade/results/`, and there is no teacher's secret, so the
+hidden cases are those of the public repository.  A student who writes code to that
+end can read the references or write their own `results.json`.  Use it for practice
+and formative work; grade what counts with `grader grade --sandbox --secret FILE` or
+the Gradescope export.
 """
 
 

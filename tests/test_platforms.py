@@ -241,7 +241,9 @@ def test_the_prairielearn_piece_grades_from_its_own_info_json(tmp_path):
     assert "pip install" in (piece / "image" / "Dockerfile").read_text()
     assert (piece / "image" / "tied" / "grader" / "cli.py").is_file()
     assert f'file-names="{CHAPTER}.ipynb"' in (piece / "questions" / question / "question.html").read_text()
-    assert str(options["timeout"]) in (piece / "README.md").read_text()
+    staff = (piece / "README.md").read_text()
+    assert str(options["timeout"]) in staff
+    assert "What this image does not protect" in staff and "two folders" not in staff
     for folder, score in (("solutions", 1.0), ("exercises", 0.0)):
         grade = tmp_path / folder / "grade"
         ran = grade_as_prairielearn_does(piece, question, ROOT / folder / f"{CHAPTER}.ipynb", grade)
