@@ -85,8 +85,9 @@ def parser() -> argparse.ArgumentParser:
     feedback.add_argument("--out", type=Path, default=Path("feedback"))
     feedback.add_argument("--lang", choices=LANGUAGES, default=None, dest="page_lang",
                           help="the pages' language (default: the gradebook's)")
-    feedback.add_argument("--book", default=(Path(__file__).resolve().parent.parent / "_build" / "html").as_uri(),
-                          help="where the rendered book is, for the links (default: this checkout's build)")
+    feedback.add_argument("--book", metavar="URL", default="",
+                          help="the published book's address: each page links to URL/book/<chapter>.html "
+                               "(default: no link)")
 
     export = sub.add_parser("export", help="write what Gradescope, PrairieLearn or Canvas take")
     formats = export.add_subparsers(dest="format", required=True, metavar="{gradescope,prairielearn,canvas}")
