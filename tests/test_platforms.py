@@ -278,7 +278,8 @@ def test_report_and_feedback_pages_in_chromium_at_1280_and_390(single_run, tmp_p
     assert '<html lang="es">' in stub  # the gradebook's language
     assert "sin implementar" in stub.lower() and "ejemplo resuelto que falló" in stub
     assert "cross_entropy_from_logits(np.zeros((3, 5))" in stub  # the worked example, with its output
-    assert "/book/04_gpt_head.html" in stub and "http://" not in stub and "https://" not in stub
+    assert "<a href" not in stub and "file://" not in stub  # no --book: no link into the teacher's machine
+    assert "http://" not in stub and "https://" not in stub
     artifacts = ROOT / "test-artifacts" / "report"
     browser = Chromium(find_chromium())
     try:
