@@ -255,17 +255,25 @@ def run_export(args) -> int:
     source = Path(platforms.__file__).resolve().parent.parent
     try:
         if args.format == "canvas":
+            if not (args.gradebook / "gradebook.json").is_file():
+                print(f"grader export: {text('common.no_gradebook', args.lang, path=args.gradebook)}",
+                      file=sys.stderr)
+                return EXIT_USAGE
             entries = load(args.gradebook)
             names = sorted({e["chapter"] for e in entries.values() if "error" not in e})
-            roster = platforms.read_roster(args.roster) if args.roster else None
-            table, unmatched, absent = platforms.canvas_csv(entries, names, lambda c: args.column.format(chapter=c),
-                                                            roster)
+            roster, roster_possible = platforms.read_roster(args.roster) if args.roster else (None, {})
+            column = lambda c: args.column.format(chapter=c)
+            table, unmatched, absent = platforms.canvas_csv(entries, names, column, roster)
             write_atomic(args.out, table)
             if roster is None:
                 print(text("ui.canvas_no_roster", args.lang), file=sys.stderr)
             for key, names in (("ui.canvas_unmatched", unmatched), ("ui.canvas_absent", absent)):
-                if names:
-                    print(text(key, args.lang, names=", ".join(names)), file=sys.stderr)
+                if names:  # "; " between names: Canvas writes them "Last, First"
+                    print(text(key, args.lang, names="; ".join(names)), file=sys.stderr)
+            for name, theirs, ours in platforms.points_differ(roster_possible, platforms.points_possible(entries, names),
+                                                              column):
+                print(text("ui.canvas_points_differ", args.lang, column=name, theirs=theirs, ours=ours),
+                      file=sys.stderr)
         elif args.chapter not in chapters():
             print(f"grader export: no chapter {args.chapter!r} (known: {', '.join(chapters())})", file=sys.stderr)
             return EXIT_USAGE

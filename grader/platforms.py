@@ -142,15 +142,33 @@ def best_scores(entries: dict[str, dict], chapters: list[str]) -> dict[str, dict
     return scores
 
 
-def read_roster(path: Path) -> list[dict[str, str]]:
-    """The students of a Canvas gradebook export (its own "Points Possible" row left
-    out); a ValueError names the columns it lacks."""
+def read_roster(path: Path) -> tuple[list[dict[str, str]], dict[str, str]]:
+    """The students of a Canvas gradebook export and its own "Points Possible" row
+    (empty when it has none); a ValueError names the columns it lacks."""
     with open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.DictReader(f)
         missing = [c for c in CANVAS_FIXED if c not in (reader.fieldnames or [])]
         if missing:
             raise ValueError(f"{path}: not a Canvas gradebook export (no column {', '.join(missing)})")
-        return [row for row in reader if row["Student"].strip() not in ("", "Points Possible")]
+        rows = [row for row in reader if row["Student"].strip()]
+    possible = next((row for row in rows if row["Student"].strip() == "Points Possible"), {})
+    return [row for row in rows if row is not possible], possible
+
+
+def points_differ(roster_possible: dict[str, str], possible: dict[str, int], column) -> list[tuple[str, str, int]]:
+    """The assignments whose Points Possible in the course's gradebook differ from the
+    chapter's points: (column, the course's value, the chapter's).  Canvas would then
+    read a full score as a partial one, or the reverse."""
+    differ = []
+    for chapter, points in sorted(possible.items()):
+        theirs = (roster_possible.get(column(chapter)) or "").strip()
+        try:
+            same = not theirs or float(theirs) == points
+        except ValueError:
+            same = False
+        if not same:
+            differ.append((column(chapter), theirs, points))
+    return differ
 
 
 def roster_match(scores: dict[str, dict[str, int]], roster: list[dict[str, str]]):
@@ -166,6 +184,11 @@ def roster_match(scores: dict[str, dict[str, int]], roster: list[dict[str, str]]
             [row["Student"] for row, folder in matched if folder is None])
 
 
+def points_possible(entries: dict[str, dict], chapters: list[str]) -> dict[str, int]:
+    """Each chapter's points, as the gradebook records them."""
+    return {e["chapter"]: e["max_points"] for e in entries.values() if "error" not in e and e.get("chapter") in chapters}
+
+
 def canvas_csv(entries: dict[str, dict], chapters: list[str], column, roster: list[dict] | None = None):
     """A Canvas gradebook import: the fixed columns, one column per chapter
     (``column(chapter)`` names it as the course's assignment), a "Points Possible" row,
@@ -175,10 +198,7 @@ def canvas_csv(entries: dict[str, dict], chapters: list[str], column, roster: li
     folders no roster row claims and the students without a submission (their cells
     are left empty: Canvas then changes nothing)."""
     scores = best_scores(entries, chapters)
-    possible = {}
-    for entry in entries.values():
-        if "error" not in entry and entry.get("chapter") in chapters:
-            possible[entry["chapter"]] = entry["max_points"]
+    possible = points_possible(entries, chapters)
     if roster is None:
         roster = [{"Student": s, "ID": "", "SIS User ID": "", "SIS Login ID": s, "Section": ""} for s in sorted(scores)]
     matched, unmatched, absent = roster_match(scores, roster)
