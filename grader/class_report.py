@@ -146,18 +146,18 @@ def render_html(entries: dict[str, dict], lang: str) -> str:
     for chapter in sorted({e["chapter"] for e in graded}):
         students = sorted((e for e in graded if e["chapter"] == chapter), key=lambda e: e["student"])
         items = [i["item"] for i in students[0]["items"]]
-        rows = [[escape(e["student"]), str(e["points"]), *(str(i["points"]) for i in e["items"]),
-                 key_mistake(e, lang)] for e in students]
+        rows = [[escape(e["student"]), str(e["points"]), key_mistake(e, lang), *(str(i["points"]) for i in e["items"])]
+                for e in students]  # the key mistake before the items' columns, which may scroll
         parts += [f"<h2>{t('ui.report_per_student', chapter=chapter)}</h2><p>{t('ui.report_sort_hint')}</p>",
-                  table([t("ui.report_student"), t("ui.total"), *map(escape, items), t("ui.report_key_mistake")],
+                  table([t("ui.report_student"), t("ui.total"), t("ui.report_key_mistake"), *map(escape, items)],
                         rows, sortable=True)]
     per_item = item_mistakes(graded, lang)
     if per_item:
         parts.append(f"<h2>{t('ui.report_mistakes')}</h2>")
     for (chapter, item), found in per_item.items():
         parts += [f"<h3>{escape(chapter)} · {escape(item)}</h3>",
-                  table([t("ui.report_mistake"), t("ui.report_submissions"), t("ui.report_message")],
-                        [[f"<code>{escape(key)}</code>", str(n), escape(message)] for key, n, message in found])]
+                  table([t("ui.report_message"), t("ui.report_submissions")],
+                        [[escape(message), str(n)] for _, n, message in found])]
     slowest = sorted(graded, key=lambda e: -e.get("seconds", 0))[:TOP]
     rows = [[f"{escape(e['student'])} · {escape(e['chapter'])}", f"{e.get('seconds', 0):.1f}",
              f"{e['points']}/{e['max_points']}"] for e in slowest]
@@ -194,7 +194,8 @@ figure {{ display: inline-block; margin: 0 1rem 1rem 0; }} img {{ max-width: 100
 .sortable th {{ cursor: pointer; text-decoration: underline dotted; }}
 .wide {{ overflow-x: auto; max-width: 100%; }} td code {{ white-space: nowrap; }}
 td, th {{ overflow-wrap: normal; }} .sortable td:first-child {{ white-space: nowrap; }}
-.sortable td:last-child {{ min-width: 16rem; }}
+.sortable td:nth-child(3) {{ min-width: 22rem; }}
+@media (max-width: 40rem) {{ th {{ white-space: normal; }} .sortable td:nth-child(3) {{ min-width: 14rem; }} }}
 pre {{ overflow-x: auto; background: #f6f8fa; padding: .6rem; }} pre.output {{ background: #eef6ee; }}
 </style></head><body>
 {body}
