@@ -65,8 +65,10 @@ def parser() -> argparse.ArgumentParser:
 
     grade = sub.add_parser("grade", help="grade files and folders in parallel into a gradebook")
     grade.add_argument("paths", type=Path, nargs="+")
-    grade.add_argument("--jobs", type=positive(int), default=os.cpu_count() or 1)
-    grade.add_argument("--out", type=Path, default=Path("gradebook"), help="folder of gradebook.csv/.json")
+    grade.add_argument("--jobs", type=positive(int), default=os.cpu_count() or 1,
+                       help="notebooks graded at once, each in its own kernel (default: the number of CPUs)")
+    grade.add_argument("--out", type=Path, default=Path("gradebook"),
+                       help="folder where gradebook.csv and gradebook.json are written (default: ./gradebook)")
     grade.add_argument("--shard", metavar="K/N", help="grade only share K of N of the submissions (a cluster job)")
     limits(grade)
 
@@ -77,12 +79,13 @@ def parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="write an offline HTML page about a graded class")
     report.add_argument("gradebook", type=Path, help="folder of gradebook.json")
-    report.add_argument("--out", type=Path, default=Path("report.html"))
+    report.add_argument("--out", type=Path, default=Path("report.html"), help="the page to write (default: report.html)")
     language(report)
 
     feedback = sub.add_parser("feedback", help="write one offline HTML page of feedback per student")
     feedback.add_argument("gradebook", type=Path, help="folder of gradebook.json")
-    feedback.add_argument("--out", type=Path, default=Path("feedback"))
+    feedback.add_argument("--out", type=Path, default=Path("feedback"),
+                          help="folder of the pages, one per student (default: ./feedback)")
     feedback.add_argument("--lang", choices=LANGUAGES, default=None, dest="page_lang",
                           help="the pages' language (default: the gradebook's)")
     feedback.add_argument("--book", metavar="URL", default="",
@@ -95,7 +98,7 @@ def parser() -> argparse.ArgumentParser:
                             ("prairielearn", "tied-prairielearn", "a course piece: question, entry point, image")):
         platform = formats.add_parser(name, help=what)
         platform.add_argument("chapter")
-        platform.add_argument("--out", type=Path, default=Path(out))
+        platform.add_argument("--out", type=Path, default=Path(out), help=f"where to write it (default: {out})")
         language(platform)
         if name == "gradescope":
             platform.add_argument("--secret", type=Path, dest="export_secret",
@@ -104,8 +107,9 @@ def parser() -> argparse.ArgumentParser:
             platform.add_argument("--image", default="tied/grader",
                                   help="the image's name on Docker Hub, for info.json (default tied/grader)")
     canvas = formats.add_parser("canvas", help="a gradebook import CSV")
-    canvas.add_argument("--gradebook", type=Path, default=Path("gradebook"))
-    canvas.add_argument("--out", type=Path, default=Path("canvas.csv"))
+    canvas.add_argument("--gradebook", type=Path, default=Path("gradebook"),
+                        help="folder of gradebook.json, as grader grade --out wrote it (default: ./gradebook)")
+    canvas.add_argument("--out", type=Path, default=Path("canvas.csv"), help="the CSV to write (default: canvas.csv)")
     canvas.add_argument("--column", default="Tied {chapter}", help="assignment column name (default 'Tied {chapter}')")
     canvas.add_argument("--roster", type=Path, help="the course's Canvas gradebook export (CSV), to match students")
     language(canvas)
@@ -221,9 +225,20 @@ def run_merge(args) -> int:
     return EXIT_OK
 
 
+def no_gradebook(args, command: str) -> bool:
+    """Whether ``--gradebook``/GRADEBOOK holds no gradebook.json (said in one line)."""
+    if (args.gradebook / "gradebook.json").is_file():
+        return False
+    lang = getattr(args, "page_lang", None) or args.lang  # feedback's --lang names its pages' language
+    print(f"grader {command}: {text('common.no_gradebook', lang, path=args.gradebook)}", file=sys.stderr)
+    return True
+
+
 def run_report(args) -> int:
     from .class_report import write_report
 
+    if no_gradebook(args, "report"):
+        return EXIT_USAGE
     try:
         print(write_report(args.gradebook, args.out, args.lang))
     except (OSError, ValueError, KeyError) as exc:
@@ -236,6 +251,8 @@ def run_feedback(args) -> int:
     from .feedback import write_feedback
     from .gradebook import recorded_lang
 
+    if no_gradebook(args, "feedback"):
+        return EXIT_USAGE
     try:
         lang = args.page_lang or recorded_lang(args.gradebook) or args.lang
         written = write_feedback(args.gradebook, args.out, lang, args.book)
@@ -255,9 +272,7 @@ def run_export(args) -> int:
     source = Path(platforms.__file__).resolve().parent.parent
     try:
         if args.format == "canvas":
-            if not (args.gradebook / "gradebook.json").is_file():
-                print(f"grader export: {text('common.no_gradebook', args.lang, path=args.gradebook)}",
-                      file=sys.stderr)
+            if no_gradebook(args, "export"):
                 return EXIT_USAGE
             entries = load(args.gradebook)
             names = sorted({e["chapter"] for e in entries.values() if "error" not in e})

@@ -417,7 +417,7 @@ def export_gradescope(chapter: str, lang: str, out: Path, source: Path, secret: 
             z.writestr("secret", secret)
         for path, name in source_files(source):
             z.write(path, f"tied/{name}")
-    write_atomic(out, buf.getvalue())
+    write_atomic(out, buf.getvalue(), private=secret is not None)
     return out
 
 

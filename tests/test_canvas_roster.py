@@ -32,3 +32,11 @@ def test_export_canvas_without_a_gradebook_is_one_clear_line(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "no gradebook.json" in done.stderr and "Errno" not in done.stderr
     assert not (tmp_path / "canvas.csv").exists()
+
+
+def test_report_and_feedback_without_a_gradebook_say_so_in_one_line(tmp_path):
+    for command in ("report", "feedback"):
+        done = grader(command, str(tmp_path / "gbx"), "--out", str(tmp_path / command), "--lang", "es")
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith(f"grader {command}: ") and "no hay gradebook.json" in done.stderr
+        assert "Errno" not in done.stderr and not (tmp_path / command).exists()
