@@ -79,7 +79,8 @@ def parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="write an offline HTML page about a graded class")
     report.add_argument("gradebook", type=Path, help="folder of gradebook.json")
-    report.add_argument("--out", type=Path, default=Path("report.html"), help="the page to write (default: report.html)")
+    report.add_argument("--out", type=Path, default=Path("report.html"),
+                        help="the page to write (default: report.html)")
     language(report)
 
     feedback = sub.add_parser("feedback", help="write one offline HTML page of feedback per student")
@@ -225,6 +226,14 @@ def run_merge(args) -> int:
     return EXIT_OK
 
 
+def plain(exc: Exception) -> str:
+    """An error as a reader takes it: a file's error as "FILE: reason", never Python's
+    "[Errno 2] ..." form."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc)
+
+
 def no_gradebook(args, command: str) -> bool:
     """Whether ``--gradebook``/GRADEBOOK holds no gradebook.json (said in one line)."""
     if (args.gradebook / "gradebook.json").is_file():
@@ -242,7 +251,7 @@ def run_report(args) -> int:
     try:
         print(write_report(args.gradebook, args.out, args.lang))
     except (OSError, ValueError, KeyError) as exc:
-        print(f"grader report: {args.gradebook / 'gradebook.json'}: {exc}", file=sys.stderr)
+        print(f"grader report: {args.gradebook / 'gradebook.json'}: {plain(exc)}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
 
@@ -257,7 +266,7 @@ def run_feedback(args) -> int:
         lang = args.page_lang or recorded_lang(args.gradebook) or args.lang
         written = write_feedback(args.gradebook, args.out, lang, args.book)
     except (OSError, ValueError, KeyError) as exc:
-        print(f"grader feedback: {args.gradebook / 'gradebook.json'}: {exc}", file=sys.stderr)
+        print(f"grader feedback: {args.gradebook / 'gradebook.json'}: {plain(exc)}", file=sys.stderr)
         return EXIT_USAGE
     print(f"{args.out}: {len(written)}")
     return EXIT_OK
@@ -285,8 +294,8 @@ def run_export(args) -> int:
             for key, names in (("ui.canvas_unmatched", unmatched), ("ui.canvas_absent", absent)):
                 if names:  # "; " between names: Canvas writes them "Last, First"
                     print(text(key, args.lang, names="; ".join(names)), file=sys.stderr)
-            for name, theirs, ours in platforms.points_differ(roster_possible, platforms.points_possible(entries, names),
-                                                              column):
+            possible = platforms.points_possible(entries, names)
+            for name, theirs, ours in platforms.points_differ(roster_possible, possible, column):
                 print(text("ui.canvas_points_differ", args.lang, column=name, theirs=theirs, ours=ours),
                       file=sys.stderr)
         elif args.chapter not in chapters():
@@ -300,7 +309,7 @@ def run_export(args) -> int:
         else:
             platforms.export_prairielearn(args.chapter, args.lang, args.out, source, args.image)
     except (OSError, ValueError, KeyError) as exc:
-        print(f"grader export: {exc}", file=sys.stderr)
+        print(f"grader export: {plain(exc)}", file=sys.stderr)
         return EXIT_USAGE
     print(args.out)
     return EXIT_OK

@@ -3,9 +3,10 @@
 The gradebook (CSV and JSON) is written first, then rewritten atomically after every
 submission, so an interrupted run leaves a valid one; a rerun skips files whose
 content is unchanged and that were graded with the same settings (``settings()``:
-the sandbox, the secret's hash, the grader's fingerprint, the language).  A submission the grader crashes on gets a one-line row and
-the batch goes on.  For a submission whose checks did not all run (a timeout, a
-crash), the worker's log is kept in ``<out>/logs/``.
+the sandbox, the secret's hash, the grader's fingerprint, the language).  A
+submission the grader crashes on gets a one-line row and the batch goes on.  For a
+submission whose checks did not all run (a timeout, a crash), the worker's log is
+kept in ``<out>/logs/``.
 """
 from __future__ import annotations
 

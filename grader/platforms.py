@@ -186,7 +186,8 @@ def roster_match(scores: dict[str, dict[str, int]], roster: list[dict[str, str]]
 
 def points_possible(entries: dict[str, dict], chapters: list[str]) -> dict[str, int]:
     """Each chapter's points, as the gradebook records them."""
-    return {e["chapter"]: e["max_points"] for e in entries.values() if "error" not in e and e.get("chapter") in chapters}
+    return {e["chapter"]: e["max_points"] for e in entries.values()
+            if "error" not in e and e.get("chapter") in chapters}
 
 
 def canvas_csv(entries: dict[str, dict], chapters: list[str], column, roster: list[dict] | None = None):

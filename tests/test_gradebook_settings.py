@@ -1,6 +1,5 @@
 """What a gradebook keys on: a rerun regrades what other settings graded, a merge takes
 only a whole set of shards graded alike, and a mistyped class folder writes nothing."""
-import json
 
 import pytest
 

@@ -1,5 +1,6 @@
-"""Canvas: the course's Points Possible checked against the chapter's, names listed so
-that "Last, First" stays readable, and a missing gradebook is one clear line."""
+"""The teacher's commands on bad or surprising input: Canvas's Points Possible checked
+against the chapter's, a missing gradebook or secret file named in one line (exit 2,
+never Python's "[Errno 2]" form)."""
 import csv
 
 from conftest import grader
@@ -40,3 +41,10 @@ def test_report_and_feedback_without_a_gradebook_say_so_in_one_line(tmp_path):
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert done.stderr.startswith(f"grader {command}: ") and "no hay gradebook.json" in done.stderr
         assert "Errno" not in done.stderr and not (tmp_path / command).exists()
+
+
+def test_a_missing_secret_file_is_named_without_python_errno(tmp_path):
+    done = grader("export", "gradescope", "04_gpt_head", "--secret", str(tmp_path / "nokey"),
+                  "--out", str(tmp_path / "a.zip"), "--lang", "en")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"grader export: {tmp_path / 'nokey'}: ") and "Errno" not in done.stderr
