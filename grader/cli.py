@@ -15,6 +15,7 @@ import argparse  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import NoReturn  # noqa: E402
 
@@ -148,6 +149,25 @@ def crashed(exc: Exception, lang: str) -> int:
     return EXIT_USAGE
 
 
+@contextmanager
+def progress_line(message: str):
+    """On a terminal, say on stderr what is running while it runs, then clear the line
+    (a pipe or a file gets nothing: only the report)."""
+    shown = sys.stderr.isatty()
+    if shown:
+        from .report import terminal_columns, width
+
+        columns = terminal_columns() - 1
+        while width(message) > columns:  # one line, so that it can be cleared
+            message = message[:-2] + "…"
+        print(message, end="", file=sys.stderr, flush=True)
+    try:
+        yield
+    finally:
+        if shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
 def run_check(args) -> int:
     try:
         return check_notebook(args)
@@ -164,7 +184,8 @@ def check_notebook(args) -> int:
     from .runner import grade
     from .supervisor import Limits
 
-    with disk_cache.compiled_programs() as compiled:
+    with disk_cache.compiled_programs() as compiled, progress_line(
+            text("ui.running", args.lang, path=args.notebook, seconds=f"{args.timeout:g}")):
         limits = Limits(args.timeout, int(args.memory * 2**30), jax_cache=compiled, sandbox=args.sandbox)
         result = grade(args.notebook, limits, args.chapter)
     if args.keep_log:

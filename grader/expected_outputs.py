@@ -16,6 +16,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from .cells import first_line
 from .registry import ErrorPattern
 
 MARKER = "NBVAL_CHECK_OUTPUT"
@@ -67,14 +68,16 @@ def shown_outputs(outputs: list) -> list:
 
 
 def expected_from(exercise) -> dict:
-    """The expected outputs of an exercise notebook (released, with its worked
-    examples' outputs), in the form ``grader/expected/<chapter>.json`` holds."""
-    code = [cell for cell in exercise["cells"] if cell["cell_type"] == "code"]
+    """The expected outputs of an exercise notebook (as ``grader release`` makes it,
+    its worked examples' outputs still in), in the form ``grader/expected/<chapter>.json``
+    holds: each example's code cell number, position among all cells, source, outputs."""
+    code = [(position, cell) for position, cell in enumerate(exercise["cells"], 1) if cell["cell_type"] == "code"]
     return {
         "chapter": exercise["metadata"]["tied"]["chapter"],
         "worked_examples": [
-            {"cell": number, "source": source_text(cell), "outputs": shown_outputs(cell["outputs"])}
-            for number, cell in enumerate(code, 1)
+            {"cell": number, "position": position, "source": source_text(cell),
+             "outputs": shown_outputs(cell["outputs"])}
+            for number, (position, cell) in enumerate(code, 1)
             if is_checked(cell)
         ],
     }
@@ -96,7 +99,9 @@ def install(data: bytes, chapter_id: str) -> bytes:
 
 
 def comparable(source: str) -> str:
-    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+    """A cell's code as ``align`` compares it: no trailing spaces, no marker line (the
+    exercise marks its worked examples with a tag, the solution with the comment)."""
+    return "\n".join(line.rstrip() for line in source.strip().splitlines() if marker(line) != MARKER).strip()
 
 
 def align(expected: list[str], student: list[str]) -> list[int | None]:
@@ -141,7 +146,8 @@ def with_expected_outputs(data: bytes, expected: dict) -> bytes:
     missing = []
     for example, index in zip(examples, align([e["source"] for e in examples], list(map(source_text, checked)))):
         if index is None:
-            missing.append({"cell": example["cell"], "expected": output_text(example["outputs"])})
+            missing.append({"cell": example["cell"], "position": example.get("position", example["cell"]),
+                            "first_line": first_line(example["source"]), "expected": output_text(example["outputs"])})
         else:
             checked[index]["outputs"], checked[index]["execution_count"] = example["outputs"], example["cell"]
     metadata = nb.setdefault("metadata", {})
@@ -198,7 +204,11 @@ def mismatch_error(item) -> dict:
     """The failure record of a worked example that printed something else (an nbval
     cell item, after its run); both sides pass through nbval's sanitizers."""
     printed = item.sanitize(output_text(item.test_outputs or []))
-    expected = item.sanitize(output_text(item.cell.outputs))
+    # nbval's comparison merged the cell's streams in place (into the first, the others
+    # left in the list): the expected outputs are read again from the grader's copy.
+    code = [c for c in json.loads(Path(str(item.parent.fspath)).read_text(encoding="utf-8"))["cells"]
+            if c.get("cell_type") == "code"]
+    expected = item.sanitize(output_text(code[item.cell_num]["outputs"]))
     shown_printed, shown_expected = first_difference(printed, expected)
     return {"type": MISMATCH if printed.strip() else NOTHING_PRINTED, "message": "", "line": "",
             "cell": item.cell_num + 1, "printed": shown_printed, "expected": shown_expected}
@@ -209,7 +219,8 @@ def missing_records(notebook: Path) -> list[dict]:
     tied = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {}).get("tied", {})
     return [
         {"cell": example["cell"] - 1, "passed": False,
-         "error": {"type": MISSING, "message": "", "line": "", "cell": example["cell"],
+         "error": {"type": MISSING, "message": "", "line": "", "cell": example.get("position", example["cell"]),
+                   "first_line": example.get("first_line", ""),
                    "expected": excerpt(example["expected"].rstrip("\n").replace("\n", NEWLINE))}}
         for example in tied.get(MISSING_KEY, [])
     ]

@@ -42,7 +42,7 @@ def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | 
         return Finding("common.not_implemented", {"message": message, "message_key": hint_key(message)})
     for pattern in patterns:
         if pattern.matches(error):
-            return Finding(pattern.key, dict(error))
+            return Finding(pattern.key, {**error, **pattern.named(error)})
     if error.get("origin") == "probe":  # no cell of the notebook on the way: the grader's own code
         return Finding("common.probe_error", dict(error))
     if cell is not None:

@@ -13,6 +13,8 @@ import ast
 import copy
 import importlib.util
 import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 from pathlib import Path
 
@@ -127,11 +129,16 @@ def _items(ch: Chapter, only: str | None) -> list[dict]:
     return decode_items(spec_items(ch, only))
 
 
-def run_in_process(ch: Chapter, namespace: dict, only: str | None = None) -> dict[str, list]:
-    """The probes over ``namespace`` in this process (the in-notebook check).  Each run
+def run_in_process(ch: Chapter, namespace: dict, only: str | None = None,
+                   guard: Callable[[str], AbstractContextManager] = lambda name: nullcontext()) -> dict[str, list]:
+    """The probes over ``namespace`` in this process (the in-notebook check), each
+    item inside ``guard(item's name)`` (``check()`` puts a time limit there).  Each run
     gets its own copy of the cases' arrays, as a kernel does: a function that writes into
     its input changes no later case."""
     facts: dict[str, list] = {}
-    run_items(copy.deepcopy(_items(ch, only)), _probes(ch.probe_module), namespace,
-              lambda name, found: facts.__setitem__(name, json.loads(json.dumps(found))))
+    probes = _probes(ch.probe_module)
+    for item in copy.deepcopy(_items(ch, only)):
+        with guard(item["name"]):
+            run_items([item], probes, namespace,
+                      lambda name, found: facts.__setitem__(name, json.loads(json.dumps(found))))
     return facts

@@ -69,6 +69,12 @@ class ErrorPattern:
             and re.search(self.message, error["message"], re.IGNORECASE)
         )
 
+    def named(self, error: dict) -> dict:
+        """What the message's named groups caught (a parameter's name, for the catalog
+        message to say in the exercise's terms rather than quote the library)."""
+        found = re.search(self.message, error["message"], re.IGNORECASE)
+        return {k: v for k, v in found.groupdict().items() if v is not None} if found else {}
+
 
 @dataclass(frozen=True)
 class Symptom:

@@ -3,9 +3,13 @@
 In a solution cell, the lines between ``### BEGIN SOLUTION`` and ``### END SOLUTION``
 become one ``raise NotImplementedError("<hint>")`` at the same indentation; the hint
 is whatever follows the BEGIN marker.  The worked examples (cells marked
-``# NBVAL_CHECK_OUTPUT``) keep the outputs of the executed solution, as the student's
-reference, and the grader's copy of them goes to ``grader/expected/<chapter>.json``;
-every other output and execution count is dropped.
+``# NBVAL_CHECK_OUTPUT``) carry the marker as a cell tag instead, and a markdown cell
+after each states what the executed solution printed, in text that running the cell
+does not replace; the grader's copy of those outputs goes to
+``grader/expected/<chapter>.json``.  A cell after the first lists the points of each
+graded item.  Every output and execution count is dropped, the cells keep the
+solution's ids (nbformat 4.5: JupyterLab opens the file unmodified), and the
+solution's saved widget state stays behind.
 """
 from __future__ import annotations
 
@@ -14,8 +18,10 @@ from pathlib import Path
 
 import nbformat
 
-from .expected_outputs import dumps, expected_from, is_checked, shown_outputs
+from .expected_outputs import MARKER, MARKER_TAG, dumps, expected_from, is_checked, marker, output_text, shown_outputs
 from .notebook_clean import clean, cleaned_text
+from .registry import chapter
+from .verdicts import NOTEBOOK_ITEM
 
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION:?\s*(.*)$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
@@ -55,19 +61,57 @@ def worked_example_outputs(cell, where: str) -> list:
     return shown_outputs(cell.outputs)
 
 
-def exercise_from(solution: Path) -> nbformat.NotebookNode:
+def expected_cell(example, outputs: list) -> nbformat.NotebookNode:
+    """The markdown that states a worked example's expected output, after it."""
+    printed = output_text(outputs).rstrip("\n")
+    cell = nbformat.v4.new_markdown_cell(
+        "**Expected output.** `check()` and `grader check` run the cell above and compare what it "
+        f"prints with this:\n\n```text\n{printed}\n```")
+    cell.id = f"{example.id}-expected"[:64]
+    return cell
+
+
+def points_cell(chapter_id: str) -> nbformat.NotebookNode:
+    """The markdown that lists what is graded, and for how many points."""
+    items = chapter(chapter_id).items
+    listed = "\n".join(f"- `{item.name}`: {item.points}" for item in items)
+    cell = nbformat.v4.new_markdown_cell(
+        f"**Points: {sum(i.points for i in items) + 1}.**\n\n{listed}\n- `{NOTEBOOK_ITEM}`: 1, when every cell "
+        "runs from the top and each worked example prints its expected output")
+    cell.id = "points"
+    return cell
+
+
+def tagged(cell) -> None:
+    """A worked example marked by its tag rather than by a comment line the student reads."""
+    cell.source = "\n".join(line for line in cell.source.split("\n") if marker(line) != MARKER)
+    tags = cell.metadata.get("tags", [])
+    cell.metadata["tags"] = tags + [MARKER_TAG] * (MARKER_TAG not in tags)
+
+
+def exercise_from(solution: Path) -> tuple[nbformat.NotebookNode, dict]:
+    """The exercise of a solution notebook, and its expected outputs (``expected_from``)."""
     nb = nbformat.read(solution, as_version=4)
+    nbformat.validator.normalize(nb)  # every cell has an id
+    cells = []
     for number, cell in enumerate(nb.cells):
-        cell.pop("id", None)
+        cells.append(cell)
+        if number == 0:
+            cells.append(points_cell(nb.metadata["tied"]["chapter"]))
         if cell.cell_type == "code":
             where = f"{solution.name}, cell {number + 1}"
             cell.source = strip_solutions(cell.source, where)
             if is_checked(cell):
                 cell.outputs = worked_example_outputs(cell, where)
-            else:
-                cell.outputs, cell.execution_count = [], None
-    nb.nbformat_minor = 4  # no cell ids: stable output for --check
-    return clean(nb)
+                tagged(cell)
+                cells.append(expected_cell(cell, cell.outputs))
+    nb.cells = cells
+    expected = expected_from(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    return clean(nb), expected
 
 
 def release(root: Path, check: bool = False) -> list[str]:
@@ -75,11 +119,11 @@ def release(root: Path, check: bool = False) -> list[str]:
     outputs; return the files that differ."""
     differ = []
     for solution in sorted((root / "solutions").glob("*.ipynb")):
-        exercise = exercise_from(solution)
+        exercise, expected = exercise_from(solution)
         for target, content in (
             (solution, cleaned_text(solution)),
             (root / "exercises" / solution.name, nbformat.writes(exercise) + "\n"),
-            (root / "grader" / "expected" / f"{solution.stem}.json", dumps(expected_from(exercise))),
+            (root / "grader" / "expected" / f"{solution.stem}.json", dumps(expected)),
         ):
             current = target.read_text(encoding="utf-8") if target.exists() else None
             if current != content:

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 import unicodedata
+from dataclasses import replace
 
 from .i18n import render, text
 from .judge import Verdict
 from .registry import Finding
 
-WRAP = 100  # terminal columns of a message in the table, wrapped between words
+NARROWEST = 30  # columns of a message beside the table; with fewer, it goes below its row
+BELOW = 4  # the indent of a message below its row
 
 
 def width(s: str) -> int:
@@ -31,7 +34,7 @@ def case_label(v: Verdict, lang: str) -> str:
 
 def finding_message(finding: Finding, case: str, shown: dict, lang: str) -> str:
     """A finding's message in ``lang``, with the case it failed on (its kind and sizes)."""
-    message = render(finding, lang)
+    message = " ".join(render(finding, lang).splitlines())  # a library's message may run over lines
     if case:
         message += f" [{text('ui.case', lang)}: {text(case, lang, **shown)}]"
     return message
@@ -55,6 +58,24 @@ def item_message(item: dict, lang: str) -> str:
     return finding_message(Finding(item["key"], item["params"]), item["case"], item.get("shown", {}), lang)
 
 
+def verdict_messages(verdicts: list[Verdict], lang: str) -> list[str]:
+    """Each verdict's message.  The advice on a stub left alone is given in full once;
+    later stubs show only their hint (an untouched notebook has one per item)."""
+    out, told = [], False
+    for v in verdicts:
+        if v.finding is not None and v.finding.key == "common.not_implemented":
+            if told:
+                v = replace(v, finding=replace(v.finding, key="common.not_implemented_again"))
+            told = True
+        out.append(verdict_message(v, lang))
+    return out
+
+
+def terminal_columns() -> int:
+    """The terminal's width: ``COLUMNS``, else the real one, else 80 (not a terminal)."""
+    return shutil.get_terminal_size((80, 24)).columns
+
+
 def wrap(message: str, columns: int, indent: int) -> str:
     """``message`` in lines of at most ``columns`` terminal columns, broken between words
     (Korean included: it is written with spaces), continued under ``indent`` spaces."""
@@ -69,19 +90,29 @@ def wrap(message: str, columns: int, indent: int) -> str:
     return ("\n" + " " * indent).join(lines)
 
 
-def table(result, lang: str) -> str:
-    """The terminal report of one graded submission."""
+def table(result, lang: str, columns: int | None = None) -> str:
+    """The terminal report of one graded submission, ``columns`` wide (the terminal's
+    by default): each message beside its row, or below it when the row leaves too
+    little room, broken between words."""
+    columns = columns or terminal_columns()
     if result.bad is not None:
-        return render(result.bad, lang)
-    rows = [(v.item, f"{v.points}/{v.max_points}", status_text(v.status, lang), verdict_message(v, lang))
-            for v in result.verdicts]
+        return wrap(render(result.bad, lang), columns, 0)
+    rows = [(v.item, f"{v.points}/{v.max_points}", status_text(v.status, lang), message)
+            for v, message in zip(result.verdicts, verdict_messages(result.verdicts, lang))]
     heads = (text("ui.item", lang), text("ui.points", lang), text("ui.verdict", lang))
     widths = [max(width(h), *(width(r[i]) for r in rows)) for i, h in enumerate(heads)]
     line = lambda cells: "  ".join(pad(c, w) for c, w in zip(cells, widths)).rstrip()
     out = [f"{result.path}  ({result.chapter})", line(heads), line("-" * w for w in widths)]
     indent = sum(widths) + 2 * len(widths)
+    beside = columns - indent >= NARROWEST
     for row in rows:
-        out.append(line(row[:3]) + ("  " + wrap(row[3], WRAP, indent) if row[3] else ""))
+        if not row[3]:
+            out.append(line(row[:3]))
+        elif beside:
+            out.append(pad(line(row[:3]), indent - 2) + "  " + wrap(row[3], columns - indent, indent))
+        else:
+            out.append(line(row[:3]))
+            out.append(" " * BELOW + wrap(row[3], columns - BELOW, BELOW))
     out.append(f"{text('ui.total', lang)}: {result.points}/{result.max_points}")
     return "\n".join(out)
 
@@ -109,9 +140,9 @@ def as_dict(result, lang: str) -> dict:
                 "case": v.case,
                 "shown": recorded(v.shown),
                 "visibility": v.visibility,
-                "message": verdict_message(v, lang),
+                "message": message,
             }
-            for v in result.verdicts
+            for v, message in zip(result.verdicts, verdict_messages(result.verdicts, lang))
         ],
     }
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from . import disk_cache, expected_outputs
+from .cells import code_cells
 from .probe_kernel import write_spec
 from .registry import Chapter, Finding, chapter
 from .result import Result
@@ -46,7 +47,8 @@ def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = 
                 raise Interrupted
             refs.join(POLL)
         facts, summary = collect(channel)
-    result = Result(path, sub.chapter, sub.sha256, verdicts(ch, facts, summary, stopped, limits), log=log)
+    shown = code_cells(json.loads(sub.data.decode("utf-8"))["cells"])
+    result = Result(path, sub.chapter, sub.sha256, verdicts(ch, facts, summary, stopped, limits, shown), log=log)
     result.seconds = time.monotonic() - start
     return result
 

@@ -3,26 +3,41 @@
 It runs the very probes and judges that ``grader check`` uses, only in this
 process instead of a separate one, so the verdicts agree, and returns the same
 ``Result``: in Jupyter it shows as an ipywidgets panel (``panel``), elsewhere it
-prints as a table.
+prints as a table.  The ``notebook`` item is judged from what this kernel holds
+(``grader.kernel_notebook``).
+
+It is always safe to run: each item's checks stop after ``timeout`` seconds (a
+verdict naming the student's line), Ctrl-C ends it with one line, a wrong argument
+is one line naming the choices, and a first check that takes more than a second
+says what it is doing.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from . import judge
-from .i18n import detect_lang, text
-from .judge import PASS
+from .i18n import LANGUAGES, detect_lang, text
+from .judge import PASS, TIMEOUT, Verdict
+from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_item
 from .probe_kernel import run_in_process
-from .registry import chapter_of_item, chapters
-from .report import status_text, verdict_message
+from .registry import Chapter, Finding, chapter_of_item, chapters
+from .report import status_text, verdict_messages
 from .result import Result
+from .verdicts import NOTEBOOK_ITEM
 
 COLOURS = {PASS: "#1a7f37"}
 KEEP_ALL = "word-break:keep-all"  # Korean breaks between words, not inside them
 FAIL_COLOUR = "#cf222e"
+DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
+AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
+QUIET = 1.0  # seconds of silence before the check says what it is doing
 
 
 def panel(result: Result, lang: str):
@@ -31,18 +46,115 @@ def panel(result: Result, lang: str):
     import ipywidgets as w
 
     rows = []
-    for v in result.verdicts:
+    for v, message in zip(result.verdicts, verdict_messages(result.verdicts, lang)):
         colour = COLOURS.get(v.status, FAIL_COLOUR)
         mark = "✔" if v.status == PASS else "✘"
         rows.append(w.HTML(
             f"<div style='padding:2px 0'><b style='color:{colour}'>{mark} {escape(v.item)}</b> "
             f"<span>{v.points}/{v.max_points} · {escape(status_text(v.status, lang))}</span>"
             f"<div style='margin-left:1.4em;color:#444;{KEEP_ALL if lang == 'ko' else ''}'>"
-            f"{escape(verdict_message(v, lang))}</div></div>"
+            f"{escape(message)}</div></div>"
         ))
     title = w.HTML(f"<b>{escape(text('ui.check_title', lang, chapter=result.chapter))}</b> — "
                    f"{text('ui.total', lang)}: {result.points}/{result.max_points}")
     return w.VBox([title, *rows], layout=w.Layout(border="1px solid #d0d7de", padding="6px"))
+
+
+class CheckTimedOut(BaseException):
+    """Raised in the student's code when an item's time is up: the probe records it,
+    with the line it stopped at, as the case's error (of type ``TIMED_OUT``)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, stuck: dict, name: str):
+    """Interrupt the item ``name`` after ``seconds`` (and each case left after it, at
+    once); what escapes the probe is kept in ``stuck``.  Only the main thread can
+    take a signal: elsewhere the item runs without a limit."""
+    def expire(signum, frame):
+        raise CheckTimedOut(f"more than {seconds:g} s")
+
+    try:
+        before = signal.signal(signal.SIGALRM, expire)
+    except (ValueError, AttributeError):  # not the main thread, or no SIGALRM (Windows)
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds, AGAIN)
+    try:
+        yield
+    except CheckTimedOut:
+        stuck[name] = ""
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def kernel_display(message: str):
+    """Show ``message`` in the notebook as an output that can be blanked later (its
+    handle), or None outside a Jupyter kernel."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return None
+    return display({"text/plain": message}, raw=True, display_id=True)
+
+
+@contextlib.contextmanager
+def saying_what_it_does(message: str):
+    """Say ``message`` if the block takes more than ``QUIET`` seconds; in a notebook the
+    line goes once the verdicts are in.  What the student's code prints meanwhile is
+    kept out of the way: the verdicts say it."""
+    out, shown = sys.stdout, []
+
+    def say() -> None:
+        handle = kernel_display(message)
+        if handle is None:
+            print(message, file=out, flush=True)
+        shown.append(handle)
+
+    timer = threading.Timer(QUIET, say)
+    timer.daemon = True
+    timer.start()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        timer.cancel()
+        timer.join()
+        for handle in shown:
+            if handle is not None:
+                handle.update({"text/plain": ""}, raw=True)
+
+
+def timed_out(item, facts: list, seconds: float, stuck: dict) -> Verdict | None:
+    """The verdict of an item whose checks ran out of time, naming the student's line."""
+    lines = [f["error"]["line"] for f in facts
+             if isinstance(f, dict) and isinstance(f.get("error"), dict) and f["error"].get("type") == TIMED_OUT]
+    if not lines and item.name not in stuck:
+        return None
+    line = lines[0] if lines else stuck[item.name]
+    return Verdict(item.name, 0, item.points, TIMEOUT, Finding(
+        "common.timeout_in_check", {"seconds": f"{seconds:g}", "line": line, "more_key": "ui.more_time_kernel"}))
+
+
+def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> list[Verdict]:
+    stuck: dict[str, str] = {}
+    facts = run_in_process(ch, namespace, only, lambda name: time_limit(seconds, stuck, name))
+    cells = notebook_cells(namespace)
+    found = [] if only else [notebook_item(ch.id, namespace, cells, lambda: time_limit(seconds, stuck, NOTEBOOK_ITEM),
+                                           seconds)]
+    for item in ch.items:
+        if only is not None and only not in (item.name, item.target):
+            continue
+        record = facts.get(item.name, [])
+        verdict = timed_out(item, record, seconds, stuck) or judge.judge_item(ch, item, record)
+        finding = in_kernel_frame(verdict.finding, namespace, cells)
+        found.append(verdict if finding is verdict.finding else
+                     Verdict(item.name, 0, item.points, verdict.status, finding))
+    return found
 
 
 def _resolve(target):
@@ -54,21 +166,35 @@ def _resolve(target):
     return chapter_of_item(name), name
 
 
-def check(target, lang: str | None = None, namespace: dict | None = None):
-    """Run a chapter's checks (``check("01_linen")``) or one exercise's (``check(tied_io_embed)``)."""
+def usage(key: str, **params) -> None:
+    """An argument error: one line, never a traceback."""
+    print(text(key, params.pop("lang", "en"), **params), file=sys.stderr)
+
+
+def check(target, lang: str | None = None, namespace: dict | None = None, timeout: float = DEFAULT_TIMEOUT):
+    """Run a chapter's checks (``check("01_linen")``) or one exercise's (``check(tied_io_embed)``),
+    in ``lang`` (en, es, ko), each item's for at most ``timeout`` seconds."""
+    if lang is not None and lang not in LANGUAGES:
+        return usage("ui.unknown_lang", name=repr(lang), known=", ".join(LANGUAGES))
     lang = lang or detect_lang()
     if os.environ.get("TIED_GRADING"):
         print(text("ui.graded_outside", lang))
         return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        return usage("ui.bad_timeout", lang=lang, value=repr(timeout))
     try:
         ch, only = _resolve(target)
     except KeyError:
-        print(text("ui.unknown_chapter", lang, name=target, known=", ".join(chapters())), file=sys.stderr)
-        return None
+        items = sorted({item.target for c in chapters().values() for item in c.items})
+        return usage("ui.unknown_chapter", lang=lang, name=repr(target), known=", ".join(chapters()),
+                     items=", ".join(items))
     if namespace is None:
         frame = inspect.currentframe()  # check()'s own; its caller's globals are the notebook's
         caller = frame.f_back if frame is not None else None
         namespace = caller.f_globals if caller is not None else {}
-    facts = run_in_process(ch, namespace, only)
-    verdicts = [judge.judge_item(ch, ch.item(name), found) for name, found in facts.items()]
+    try:
+        with saying_what_it_does(text("ui.checking", lang, chapter=ch.id)):
+            verdicts = judged(ch, namespace, only, float(timeout))
+    except KeyboardInterrupt:
+        return usage("ui.stopped", lang=lang)
     return Result(Path("<notebook>"), ch.id, verdicts=verdicts, lang=lang)

@@ -3,9 +3,11 @@ worker's summary and how the worker stopped.  Each item with a record is judged
 (``grader.judge``); the others, and the notebook itself, say what stopped them."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from . import expected_outputs, judge
+from .cells import named
 from .judge import FAIL, NOT_REACHED, OOM, PASS, TIMEOUT, Verdict
 from .registry import Chapter, ErrorPattern, Finding
 from .supervisor import Limits
@@ -14,8 +16,9 @@ NOTEBOOK_ITEM = "notebook"
 KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
 
 
-def notebook_verdict(cells: list[dict]) -> Verdict:
-    """Did every cell run?  A stub left alone reads as 'not implemented'."""
+def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = ()) -> Verdict:
+    """Did every cell run?  A stub left alone reads as 'not implemented'.  ``shown``
+    names the code cells as the student sees them (``cells.code_cells``)."""
     failed = [c for c in cells if not c["passed"]]
     if not failed:
         return Verdict(NOTEBOOK_ITEM, 1, 1, PASS)
@@ -24,14 +27,18 @@ def notebook_verdict(cells: list[dict]) -> Verdict:
     # Later failures usually follow from the first (a name never defined), so the
     # first one decides: a stub left alone reads as "not implemented".
     finding = judge.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1)
+    if finding.key != expected_outputs.ERRORS[2].key:  # a missing example names the exercise's cell
+        finding = named(finding, list(shown))
     return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, finding)
 
 
-def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limits) -> list[Verdict]:
+def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limits,
+             shown: Sequence[tuple[int, str]] = ()) -> list[Verdict]:
     """Judge each item from its records; the others get what stopped them.
 
     On a timeout the worker's summary says where the code was stuck, in a cell or in
-    an item's checks, and at which line: that verdict quotes it.
+    an item's checks, and at which line: that verdict quotes it, and says how to give
+    it more time.  ``shown`` names the cells (``notebook_verdict``).
     """
     done = {
         item.name: judge.judge_records(ch, item, facts[item.name])
@@ -39,9 +46,9 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limi
         if item.name in facts
     }
     timeout = summary.get("timeout")
-    seconds = f"{limits.timeout:g}"
+    seconds, more = f"{limits.timeout:g}", "ui.more_time_terminal"
     if stopped == TIMEOUT or timeout is not None:
-        status, finding = TIMEOUT, Finding("common.timeout", {"seconds": seconds})
+        status, finding = TIMEOUT, Finding("common.timeout", {"seconds": seconds, "more_key": more})
     elif stopped == OOM:
         status, finding = OOM, Finding("common.oom", {"gib": f"{limits.memory / 2**30:g}"})
     elif summary.get("probes") in ("kernel_dead", "not_run"):  # it died before the checks or during them
@@ -54,11 +61,11 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limi
         stuck = next((n for n, v in enumerate(found) if v.status == TIMEOUT), None)
         if stuck is not None:
             found[stuck] = replace(found[stuck], finding=Finding(
-                "common.timeout_in_check", {"seconds": seconds, "line": timeout["line"]}))
-        return [notebook_verdict(cells or [])] + found  # a valid summary with a timeout has cells
+                "common.timeout_in_check", {"seconds": seconds, "line": timeout["line"], "more_key": more}))
+        return [notebook_verdict(cells or [], shown)] + found  # a valid summary with a timeout has cells
     if timeout is not None and timeout["where"] == "cell":
-        finding = Finding("common.timeout_in_cell",
-                          {"seconds": seconds, "cell": timeout["cell"] + 1, "line": timeout["line"]})
+        finding = named(Finding("common.timeout_in_cell", {"seconds": seconds, "cell": timeout["cell"] + 1,
+                                                           "line": timeout["line"], "more_key": more}), list(shown))
     if stopped or timeout is not None or cells is None:
         return [Verdict(NOTEBOOK_ITEM, 0, 1, status, finding)] + found
-    return [notebook_verdict(cells)] + found
+    return [notebook_verdict(cells, shown)] + found

@@ -1,27 +1,26 @@
-"""Grading a notebook in this process, with the machinery of the in-notebook ``check()``.
+"""Grading a notebook in this process, with the in-notebook ``check()`` itself.
 
 A kernel per wrong notebook costs seconds (start, imports, JIT); the suite holds a
 hundred of them.  Here the cells run in one IPython shell of the test process (a fresh
-namespace per notebook), then the chapter's probes run over that namespace and the
-judges decide, exactly as ``check()`` does.  A sample of the pitfalls still goes
-through the real kernel (``Pitfall.kernel``), and ``test_selfcheck`` holds the two
-paths to the same verdicts on every pitfall that takes both.
+namespace per notebook, with the history and the notebook file a kernel has), then
+``check()`` judges that namespace, the ``notebook`` item included.  A sample of the
+pitfalls still goes through the real kernel (``Pitfall.kernel``), and
+``test_selfcheck`` holds the two paths to the same verdicts and messages on every
+pitfall that takes both.
 """
 from __future__ import annotations
 
 import contextlib
 import io
 import os
+import tempfile
+from pathlib import Path
 
 import nbformat
 
-from grader import judge
-from grader.probe_kernel import run_in_process
 from grader.probe_runtime import error_fact
-from grader.registry import chapter
 from grader.report import as_dict
-from grader.result import Result
-from grader.verdicts import notebook_verdict
+from grader.selfcheck import check
 
 
 def _shell():
@@ -30,13 +29,18 @@ def _shell():
     return InteractiveShell.instance()
 
 
-def run_cells(nb: nbformat.NotebookNode) -> tuple[dict, list[dict]]:
+def run_cells(nb: nbformat.NotebookNode, notebook_file: Path | None = None) -> tuple[dict, list[dict]]:
     """Run every code cell in a fresh namespace; the namespace and each cell's outcome.
-    The notebook's own ``check()`` cell stands aside, as it does when the grader runs it."""
+    The notebook's own ``check()`` cell stands aside, as it does when the grader runs it.
+    The namespace holds what a kernel's does: the sources run (``_ih``) and, given
+    ``notebook_file``, the notebook's path (``__session__``, set by JupyterLab)."""
     shell = _shell()
     shell.reset(new_session=False)
     cells = []
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    shell.user_ns["_ih"] = [""] + [cell.source for cell in code]
+    if notebook_file is not None:
+        shell.user_ns["__session__"] = str(notebook_file)
     with patched_env(TIED_GRADING="1"):
         for index, cell in enumerate(code):
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -62,13 +66,16 @@ def patched_env(**values):
                 os.environ[name] = value
 
 
+def check_in_process(nb: nbformat.NotebookNode, chapter_id: str, langs=("en",)) -> dict[str, dict]:
+    """The gradebook entry (``report.as_dict``) that ``check()`` gives the notebook, per language."""
+    with tempfile.TemporaryDirectory() as tmp:
+        notebook_file = Path(tmp) / f"{chapter_id}.ipynb"
+        nbformat.write(nb, notebook_file)
+        namespace, _ = run_cells(nb, notebook_file)
+        result = check(chapter_id, langs[0], namespace)
+    return {lang: as_dict(result, lang) for lang in langs}
+
+
 def grade_in_process(nb: nbformat.NotebookNode, chapter_id: str, lang: str = "en") -> dict:
     """The gradebook entry (``report.as_dict``) that the notebook earns, judged here."""
-    ch = chapter(chapter_id)
-    namespace, cells = run_cells(nb)
-    facts = run_in_process(ch, namespace)
-    result = Result(nb.metadata.get("path", "<in-process>"), ch.id)
-    result.verdicts = [notebook_verdict(cells)] + [
-        judge.judge_item(ch, item, facts[item.name]) for item in ch.items
-    ]
-    return as_dict(result, lang)
+    return check_in_process(nb, chapter_id, (lang,))[lang]

@@ -72,7 +72,9 @@ def test_a_deleted_worked_example_is_listed_and_the_others_keep_their_outputs():
     copy = prepared(nb)
     assert checked_outputs(copy) == [example["outputs"] for example in EXPECTED if example is not FORWARD]
     missing = copy["metadata"]["tied"][expected_outputs.MISSING_KEY]
-    assert missing == [{"cell": FORWARD["cell"], "expected": "(4, 6)\nFalse False\n"}]
+    assert missing == [{"cell": FORWARD["cell"], "position": FORWARD["position"],
+                        "first_line": "E = np.random.default_rng(0).normal(0.0, 0.02, (6, 4))",
+                        "expected": "(4, 6)\nFalse False\n"}]
 
 
 def test_inserted_and_edited_cells_keep_the_pairing():
@@ -124,14 +126,16 @@ def test_a_mismatch_shows_the_first_differing_lines_cut_between_words():
 
 # ---------------------------------------------------------------- release
 
-def test_release_keeps_the_worked_examples_outputs_in_the_exercises():
+def test_release_writes_the_solutions_worked_example_outputs_for_the_grader():
     for path in sorted((ROOT / "solutions").glob("*.ipynb")):
+        sol = nbformat.read(path, as_version=4)
         exercise = nbformat.read(ROOT / "exercises" / path.name, as_version=4)
         expected = expected_outputs.for_chapter(path.stem)["worked_examples"]
-        assert expected and checked_outputs(exercise) == [example["outputs"] for example in expected]
+        assert expected and [expected_outputs.shown_outputs(o) for o in checked_outputs(sol)] == \
+               [example["outputs"] for example in expected]
         assert [number for number, cell in enumerate(code_cells(exercise), 1) if is_checked(cell)] == \
                [example["cell"] for example in expected]
-        assert all(cell.outputs == [] for cell in code_cells(exercise) if not is_checked(cell))
+        assert all(cell.outputs == [] for cell in code_cells(exercise))
 
 
 # ---------------------------------------------------------------- through the worker
@@ -144,10 +148,15 @@ def notebook_verdict(nb, tmp_path):
 
 def test_a_wrong_shape_in_a_worked_example_fails_the_notebook_naming_both_outputs(tmp_path):
     transposed = "E = np.asarray(E, dtype=np.float64)\nreturn (E[np.asarray(tokens)] @ E.T).T"
-    verdict = notebook_verdict(replace_regions(CHAPTER, {"tied_head_forward": transposed}), tmp_path)
+    nb = replace_regions(CHAPTER, {"tied_head_forward": transposed})
+    verdict = notebook_verdict(nb, tmp_path)
     assert verdict.status == "fail" and verdict.finding.key == "common.output_mismatch"
-    assert verdict.finding.params["cell"] == FORWARD["cell"]
-    assert render(verdict.finding, "en") == (f"Code cell {FORWARD['cell']} printed “(6, 4) ↵ False False”, "
+    # named as JupyterLab shows it: its position among all the cells, and its first line
+    position, cell = next((n, c) for n, c in enumerate(nb.cells, 1)
+                          if is_checked(c) and "tied_head_forward(" in c.source)
+    first = next(line for line in cell.source.splitlines() if "NBVAL" not in line)
+    assert verdict.finding.params["cell"] == position
+    assert render(verdict.finding, "en") == (f"Cell {position} (“{first}”) printed “(6, 4) ↵ False False”, "
                                              "the worked example prints “(4, 6) ↵ False False”.")
     for lang in LANGUAGES:
         message = render(verdict.finding, lang)
@@ -171,5 +180,6 @@ def test_a_deleted_worked_example_gets_a_clear_verdict(tmp_path):
     verdict = notebook_verdict(nb, tmp_path)
     assert verdict.status == "fail" and verdict.finding.key == "common.worked_example_missing"
     message = render(verdict.finding, "en")
-    assert message.startswith(f"A worked example is missing: code cell {GRADIENT['cell']} of the exercise, "
-                              "which prints “(5, 3) (5, 3) ↵")
+    assert message.startswith(f"A worked example is missing: cell {GRADIENT['position']} of the exercise "
+                              "(“E = np.random.default_rng(1)")
+    assert "which prints “(5, 3) (5, 3) ↵" in message

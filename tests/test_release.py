@@ -3,6 +3,7 @@ import nbformat
 import pytest
 
 from conftest import chapters, grader
+from grader import expected_outputs, registry
 from grader.expected_outputs import is_checked
 from grader.release import MarkerError, release, strip_solutions
 from notebooks import ROOT, solution, write
@@ -14,14 +15,25 @@ def test_release_check_passes():
 
 
 @pytest.mark.parametrize("chapter", chapters())
-def test_exercise_is_stubs_without_outputs_but_the_worked_examples(chapter):
+def test_exercise_is_stubs_that_say_what_they_grade(chapter):
+    """No outputs, no execution counts, cell ids (nbformat 4.5: JupyterLab opens it
+    unmodified); each worked example is followed by its expected output as text, the
+    points are listed, and nothing of the solution's run is left."""
     nb = nbformat.read(ROOT / "exercises" / f"{chapter}.ipynb", as_version=4)
+    assert (nb.nbformat, nb.nbformat_minor) == (4, 5) and all(c.get("id") for c in nb.cells)
+    assert nbformat.validate(nb) is None and "widgets" not in nb.metadata
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert all(c.outputs == [] and c.execution_count is None for c in code if not is_checked(c))
-    assert all(c.outputs and c.execution_count for c in code if is_checked(c))
-    assert not any("SOLUTION" in c.source for c in code)
+    assert all(c.outputs == [] and c.execution_count is None and "execution" not in c.metadata for c in code)
+    assert not any("SOLUTION" in c.source or "NBVAL" in c.source for c in code)
     assert any("raise NotImplementedError(" in c.source for c in code)
     assert nb.metadata["tied"]["chapter"] == chapter
+    examples = expected_outputs.for_chapter(chapter)["worked_examples"]
+    assert len(examples) == sum(map(is_checked, code)) > 0
+    for example in examples:
+        stated = nb.cells[example["position"]]  # the cell after the example
+        assert "compare" in stated.source and expected_outputs.output_text(example["outputs"]).strip() in stated.source
+    points = nb.cells[1].source
+    assert all(f"`{item.name}`: {item.points}" in points for item in registry.chapter(chapter).items)
 
 
 def test_markers_become_one_raise_with_the_hint():

@@ -1,0 +1,183 @@
+"""The ``notebook`` item and the names not run yet, inside the student's kernel (``check()``).
+
+``grader check`` runs the notebook from the top in a fresh kernel: its ``notebook``
+item fails at the first cell that raises, or at the first worked example that prints
+something other than the solution did (nbval's comparison, with its sanitizers).
+``check()`` cannot run every cell again (that would redo the student's work, and
+what a cell changes stays changed), nor read what the page shows.  So it runs each
+worked example again, in a copy of the kernel's namespace, and compares what it
+prints now in the same way; a cell that raises elsewhere shows in the items of what
+it defines.  The worked examples are taken from the notebook file the kernel serves
+(JupyterLab names it in ``__session__``), as last saved, or else from the exercise.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import linecache
+import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
+from . import expected_outputs as eo
+from .cells import code_cells, first_line
+from .cells import named as named_cell
+from .judge import TIMEOUT, Verdict
+from .probe_runtime import error_fact
+from .registry import Finding
+from .submission import BadSubmission, read_bytes
+from .verdicts import NOTEBOOK_ITEM, notebook_verdict
+
+UNDEFINED = re.compile(r"name '([^']+)' is not defined")
+RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (probe_runtime.CELL_FILE)
+TIMED_OUT = "CheckTimedOut"  # the type of what check()'s time limit raises
+
+
+def notebook_cells(namespace: dict) -> list | None:
+    """The cells of the notebook this kernel serves, as last saved, or None."""
+    session = namespace.get("__session__")
+    if not isinstance(session, str) or not session.endswith(".ipynb"):
+        return None
+    for path in (Path(session), Path(Path(session).name)):  # from the server's root, or beside the kernel
+        try:
+            cells = json.loads(read_bytes(path).decode("utf-8")).get("cells")
+        except (BadSubmission, ValueError, AttributeError, RecursionError):
+            continue
+        if isinstance(cells, list) and all(isinstance(c, dict) for c in cells):
+            return cells
+    return None
+
+
+def defines(source: str, name: str) -> bool:
+    """Does a cell's code bind ``name`` at its top level (class, def, assignment)?"""
+    word = re.escape(name)
+    return re.search(rf"^(?:class|def)\s+{word}\b|^{word}\s*(?::[^=\n]*)?=(?!=)", source, re.MULTILINE) is not None
+
+
+def not_run_yet(name: str, namespace: dict, cells: list | None) -> bool:
+    """Is ``name`` defined in the notebook but by no cell run in this kernel?  Without
+    the notebook file, the exercise is taken to define it (each stub does)."""
+    if name in namespace:
+        return False
+    history = namespace.get("_ih")
+    if any(defines(str(source), name) for source in (history if isinstance(history, list) else [])):
+        return False  # its cell ran and raised: the item's own message says why
+    return cells is None or any(
+        c.get("cell_type") == "code" and defines(eo.source_text(c), name) for c in cells)
+
+
+def in_kernel_frame(finding: Finding | None, namespace: dict, cells: list | None) -> Finding | None:
+    """A name the kernel lacks because its cell has not run here says so, not 'define it'."""
+    if finding is None or finding.key not in ("common.missing", "common.cell_error"):
+        return finding
+    found = UNDEFINED.search(str(finding.params.get("message", "")))
+    if found and (finding.key == "common.missing" or finding.params.get("type") == "NameError") \
+            and not_run_yet(found.group(1), namespace, cells):
+        return Finding("common.not_run_yet", {"name": found.group(1)})
+    return finding
+
+
+def run_example(source: str, namespace: dict) -> tuple[str, dict[str, str] | None]:
+    """What a worked example prints when run again (in a copy of ``namespace``), and
+    the error it raised, as the worker records one."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        source = TransformerManager().transform_cell(source)
+    except ImportError:
+        pass
+    printed = io.StringIO()
+    scope = dict(namespace)
+    linecache.cache[RERUN_FILE] = (len(source), None, source.splitlines(True), RERUN_FILE)  # the line, quoted
+    try:
+        tree = ast.parse(source, RERUN_FILE)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        assert last is None or isinstance(last, ast.Expr)
+        with contextlib.redirect_stdout(printed):
+            exec(compile(tree, RERUN_FILE, "exec"), scope)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), RERUN_FILE, "eval"), scope)
+                if value is not None:
+                    printed.write(repr(value) + "\n")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        error = error_fact(exc)["error"]
+        error.pop("origin", None)
+        return printed.getvalue(), error
+    return printed.getvalue(), None
+
+
+def sanitize(text: str) -> str:
+    from nbval.plugin import get_sanitize_patterns
+
+    for regex, replace in get_sanitize_patterns(eo.SANITIZERS.read_text(encoding="utf-8")):
+        text = re.sub(regex, replace, text)
+    return text
+
+
+def compared(printed: str, expected: str, cell: int) -> dict | None:
+    """The worker's record of a worked example that prints something else, or None."""
+    printed, expected = sanitize(printed), sanitize(expected)
+    if printed.rstrip("\n") == expected.rstrip("\n"):
+        return None
+    shown_printed, shown_expected = eo.first_difference(printed, expected)
+    return {"type": eo.MISMATCH if printed.strip() else eo.NOTHING_PRINTED, "message": "", "line": "",
+            "cell": cell, "printed": shown_printed, "expected": shown_expected}
+
+
+def exercise_cells(examples: list[dict]) -> list[dict]:
+    """Stand-ins for the notebook's cells when its file cannot be read: each worked
+    example at its place in the exercise, after as many code cells as there are."""
+    cells: list[dict] = []
+    code = 0
+    for example in examples:
+        while code < example["cell"] - 1:
+            cells.append({"cell_type": "code", "source": ""})
+            code += 1
+        while len(cells) < example.get("position", 0) - 1:
+            cells.append({"cell_type": "markdown", "source": ""})
+        cells.append({"cell_type": "code", "source": example["source"], "metadata": {"tags": [eo.MARKER_TAG]}})
+        code += 1
+    return cells
+
+
+def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
+                  guard: Callable[[], AbstractContextManager] = nullcontext, seconds: float = 0) -> Verdict:
+    """The ``notebook`` verdict as ``grader check`` would give it, from what this kernel
+    holds now (see the module's docstring).  Each example runs inside ``guard()``,
+    which stops it after ``seconds`` with ``TIMED_OUT``."""
+    examples = eo.for_chapter(chapter_id)["worked_examples"]
+    seen = exercise_cells(examples) if cells is None else cells
+    code = [c for c in seen if c.get("cell_type") == "code"]
+    checked = [n for n, c in enumerate(code) if eo.is_checked(c)]
+    sources = [eo.source_text(code[n]) for n in checked]
+    named = code_cells(seen)
+    records: list[dict] = []
+    missing: list[dict] = []
+    for example, paired in zip(examples, eo.align([e["source"] for e in examples], sources)):
+        expected = eo.output_text(example["outputs"])
+        if paired is None:
+            missing.append({"cell": example["cell"] - 1, "passed": False,
+                            "error": {"type": eo.MISSING, "message": "", "line": "",
+                                      "cell": example.get("position", example["cell"]),
+                                      "first_line": first_line(example["source"]),
+                                      "expected": eo.excerpt(expected.rstrip("\n").replace("\n", eo.NEWLINE))}})
+            continue
+        cell = checked[paired]
+        printed = ""
+        error: dict | None = {"type": TIMED_OUT, "message": "", "line": ""}  # if the limit hits on the way out
+        with guard():
+            printed, error = run_example(sources[paired], namespace)
+        if error is not None and error["type"] == TIMED_OUT:
+            stuck = Finding("common.timeout_in_cell", {"cell": cell + 1, "seconds": f"{seconds:g}",
+                                                        "line": error["line"], "more_key": "ui.more_time_kernel"})
+            return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT, named_cell(stuck, named))
+        error = error or compared(printed, expected, cell + 1)
+        records.append({"cell": cell, "passed": error is None, **({"error": error} if error else {})})
+    verdict = notebook_verdict(records + missing, named)
+    finding = in_kernel_frame(verdict.finding, namespace, cells)
+    return verdict if finding is verdict.finding else Verdict(verdict.item, 0, 1, verdict.status, finding)

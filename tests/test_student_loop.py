@@ -1,0 +1,169 @@
+"""check() is always safe to run and speaks in the student's frame; the terminal
+report fits the terminal (issue 25).  All in this process: no kernel is started."""
+from __future__ import annotations
+
+import linecache
+import re
+
+import nbformat
+import pytest
+
+from grader.i18n import LANGUAGES, text
+from grader.judge import TIMEOUT
+from grader.registry import chapter
+from grader.report import as_dict, table, terminal_columns, width
+from grader.result import Result
+from grader.selfcheck import check
+from grader.supervisor import Limits
+from grader.verdicts import verdicts
+from inprocess import check_in_process, run_cells
+from notebooks import ROOT, solution, write
+
+CELL = "<cell-student>"  # a notebook cell's code, as probe_runtime.CELL_FILE knows it
+
+
+def cell_code(source: str) -> dict:
+    """What a notebook cell defines when it runs ``source``, its lines quotable."""
+    linecache.cache[CELL] = (len(source), None, source.splitlines(True), CELL)
+    namespace: dict = {}
+    exec(compile(source, CELL, "exec"), namespace)
+    return namespace
+
+
+def one_line(captured) -> str:
+    """What check() printed, on stderr, as one line; nothing on stdout, no traceback."""
+    assert captured.out == "" and "Traceback" not in captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+def test_a_language_typo_is_one_line_naming_the_choices(capsys):
+    assert check("01_linen", lang="kr", namespace={}) is None
+    line = one_line(capsys.readouterr())
+    assert "'kr'" in line and all(lang in line for lang in LANGUAGES)
+
+
+@pytest.mark.parametrize("target", ["01_lnen", "tied_io_embd"])
+def test_an_unknown_chapter_or_function_is_one_line_naming_the_choices(capsys, target):
+    assert check(target, lang="es", namespace={}) is None
+    line = one_line(capsys.readouterr())
+    assert target in line and "01_linen" in line and "tied_io_embed" in line
+
+
+@pytest.mark.parametrize("timeout", [0, -1, "10", float("nan"), True])
+def test_a_bad_timeout_is_one_line(capsys, timeout):
+    assert check("01_linen", lang="en", namespace={}, timeout=timeout) is None
+    assert "timeout" in one_line(capsys.readouterr())
+
+
+def test_a_stuck_function_is_a_timeout_verdict_naming_the_students_line():
+    namespace = cell_code("def tied_io_embed(seed, token_ids, vocab_size, d_model):\n"
+                          "    while True:\n"
+                          "        seed = seed + 1\n")
+    result = check("tied_io_embed", lang="en", namespace=namespace, timeout=0.5)
+    (verdict,) = result.verdicts
+    assert verdict.status == TIMEOUT and verdict.finding.key == "common.timeout_in_check"
+    message = as_dict(result, "en")["items"][0]["message"]
+    assert re.search(r"your line: (while True:|seed = seed \+ 1)$", message) and "timeout=" in message
+
+
+def test_a_worked_example_that_never_ends_is_a_timeout_naming_its_cell(tmp_path):
+    nb = nbformat.read(solution("01_linen"), as_version=4)
+    position, example = next((n, c) for n, c in enumerate(nb.cells, 1) if "NBVAL_CHECK_OUTPUT" in c.source)
+    example.source = "# NBVAL_CHECK_OUTPUT\nwhile True:\n    pass"
+    namespace = {"__session__": str(write(nb, tmp_path / "01_linen.ipynb")), "_ih": [""]}
+    notebook = as_dict(check("01_linen", lang="en", namespace=namespace, timeout=0.5), "en")["items"][0]
+    assert notebook["verdict"] == TIMEOUT and notebook["key"] == "common.timeout_in_cell"
+    assert f"cell {position} (“while True:”)" in notebook["message"] and "timeout=" in notebook["message"]
+
+
+def test_ctrl_c_during_check_is_one_line(capsys):
+    namespace = cell_code("def tied_io_embed(seed, token_ids, vocab_size, d_model):\n"
+                          "    raise KeyboardInterrupt\n")
+    assert check("tied_io_embed", lang="ko", namespace=namespace) is None
+    assert one_line(capsys.readouterr()) == text("ui.stopped", "ko")
+
+
+def test_before_run_all_a_name_in_the_notebook_is_not_run_yet(tmp_path):
+    """check() right after opening the notebook (or after a restart): the notebook
+    defines the names, the kernel has not run them."""
+    notebook = write(nbformat.read(solution("01_linen"), as_version=4), tmp_path / "01_linen.ipynb")
+    result = as_dict(check("01_linen", lang="en", namespace={"__session__": str(notebook), "_ih": [""]}), "en")
+    messages = {i["item"]: i["message"] for i in result["items"]}
+    assert {i["key"] for i in result["items"]} == {"common.not_run_yet"}, messages
+    assert messages["TiedIO.params"].startswith("Not run yet in this kernel: TiedIO is in the notebook")
+    assert "Run All Cells" in messages["TiedIO.params"]
+
+
+def test_a_name_the_notebook_never_defines_is_still_not_found(tmp_path):
+    nb = nbformat.read(solution("01_linen"), as_version=4)
+    nb.cells = [c for c in nb.cells if "class TiedIO" not in c.source]
+    notebook = write(nb, tmp_path / "01_linen.ipynb")
+    namespace = {"__session__": str(notebook), "_ih": [""]}
+    items = {i["item"]: i["key"] for i in as_dict(check("01_linen", lang="en", namespace=namespace), "en")["items"]}
+    assert items["TiedIO.params"] == "common.missing" and items["tied_io_embed"] == "common.not_run_yet"
+
+
+def test_an_untouched_exercise_gives_the_stubs_advice_once():
+    nb = nbformat.read(ROOT / "exercises" / "01_linen.ipynb", as_version=4)
+    for lang in LANGUAGES:
+        items = check_in_process(nb, "01_linen", (lang,))[lang]["items"]
+        advice = text("common.not_implemented", lang).split("(")[0].strip()
+        stubs = [i for i in items if i["key"] == "common.not_implemented"]
+        assert len(stubs) == len(items) and advice in stubs[0]["message"], items
+        assert not any(advice in i["message"] for i in stubs[1:]), items
+
+
+# ---------------------------------------------------------------- the terminal
+
+def long_result() -> Result:
+    nb = nbformat.read(ROOT / "exercises" / "04_gpt_head.ipynb", as_version=4)
+    namespace, _ = run_cells(nb)
+    return check("04_gpt_head", lang="en", namespace=namespace)
+
+
+@pytest.mark.parametrize("columns", [60, 80, 132])
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_table_fits_the_terminal_and_breaks_between_words(columns, lang):
+    result = long_result()
+    shown = table(result, lang, columns)
+    assert all(width(line) <= columns for line in shown.splitlines() if " " in line.strip()), shown
+    words = set(re.split(r"\s+", shown))
+    for item in as_dict(result, lang)["items"]:
+        assert all(word in words for word in item["message"].split()), (item["message"], shown)
+
+
+def test_the_width_comes_from_columns_or_is_80(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "72")
+    assert terminal_columns() == 72
+    monkeypatch.delenv("COLUMNS")
+    assert terminal_columns() == 80  # pytest's output is not a terminal
+
+
+def test_a_timeout_in_the_terminal_names_the_cell_and_how_to_give_more_time():
+    ch = chapter("01_linen")
+    summary = {"cells": [{"cell": 0, "passed": True}], "probes": "not_run",
+               "timeout": {"where": "cell", "cell": 2, "line": "while True:"}}
+    shown = [(2, "import jax"), (4, "class TiedIO(nn.Module):"), (5, "while True:")]
+    found = verdicts(ch, {}, summary, TIMEOUT, Limits(timeout=30), shown)
+    result = Result(ROOT / "x.ipynb", ch.id, verdicts=found)
+    for lang in LANGUAGES:
+        message = as_dict(result, lang)["items"][0]["message"]
+        assert "5" in message and "while True:" in message and "--timeout" in message
+
+
+@pytest.mark.parametrize("chapter_id", sorted(p.stem for p in (ROOT / "exercises").glob("*.ipynb")))
+def test_without_the_notebook_file_the_exercise_names_the_worked_examples_cells(chapter_id):
+    """check() in a kernel that does not say which notebook it serves (no ``__session__``)
+    names the worked examples' cells as the exercise has them."""
+    from grader.cells import code_cells
+    from grader.expected_outputs import for_chapter, is_checked
+    from grader.kernel_notebook import exercise_cells
+
+    exercise = nbformat.read(ROOT / "exercises" / f"{chapter_id}.ipynb", as_version=4)
+    real = [shown for shown, cell in zip(code_cells(exercise.cells), (c for c in exercise.cells
+                                                                        if c.cell_type == "code")) if is_checked(cell)]
+    stand_in = exercise_cells(for_chapter(chapter_id)["worked_examples"])
+    assert [shown for shown, cell in zip(code_cells(stand_in), (c for c in stand_in if c["cell_type"] == "code"))
+            if is_checked(cell)] == real
