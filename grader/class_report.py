@@ -18,6 +18,8 @@ from pathlib import Path
 
 from .atomic import write_atomic
 from .i18n import text
+from .report import item_message
+from .verdicts import NOTEBOOK_ITEM
 
 TOP = 10  # rows in the mistakes and slowest tables
 
@@ -38,25 +40,47 @@ def score_plots(graded: list[dict], lang: str) -> list[tuple[str, str]]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     by_chapter = defaultdict(list)
     for entry in graded:
         by_chapter[entry["chapter"]].append(entry)
     found = []
-    for chapter, entries in sorted(by_chapter.items()):
-        top = entries[0]["max_points"]
-        fig, ax = plt.subplots(figsize=(5.5, 2.6))
-        counts = Counter(e["points"] for e in entries)
-        ax.bar(range(top + 1), [counts.get(p, 0) for p in range(top + 1)], color="#3b6ea8")
-        ax.set_xlabel(text("ui.points", lang))
-        ax.set_ylabel(text("ui.report_submissions", lang))
-        ax.set_xticks(range(top + 1))
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of submissions
-        ax.set_title(chapter)
-        found.append((chapter, _png(fig)))
-        plt.close(fig)
+    with matplotlib.rc_context({"font.family": ["DejaVu Sans", *cjk_fonts()]}):
+        for chapter, entries in sorted(by_chapter.items()):
+            found.append((chapter, score_plot(plt, chapter, entries, lang)))
     return found
+
+
+def cjk_fonts() -> list[str]:
+    """The Noto Sans CJK fonts of this machine (fonts-noto-cjk), registered with
+    matplotlib, for its font fallback: Korean labels then show as letters, not boxes.
+    Matplotlib's font cache may predate their install, so they are added by file."""
+    from matplotlib import font_manager
+
+    names = []
+    for path in sorted(font_manager.findSystemFonts()):
+        if "NotoSansCJK-Regular" in Path(path).name:
+            font_manager.fontManager.addfont(path)
+            names.append(font_manager.FontProperties(fname=path).get_name())
+    return names
+
+
+def score_plot(plt, chapter: str, entries: list[dict], lang: str) -> str:
+    """One chapter's distribution of scores, as a PNG data URL."""
+    from matplotlib.ticker import MaxNLocator
+
+    top = entries[0]["max_points"]
+    fig, ax = plt.subplots(figsize=(5.5, 2.6))
+    counts = Counter(e["points"] for e in entries)
+    ax.bar(range(top + 1), [counts.get(p, 0) for p in range(top + 1)], color="#3b6ea8")
+    ax.set_xlabel(text("ui.points", lang))
+    ax.set_ylabel(text("ui.report_submissions", lang))
+    ax.set_xticks(range(top + 1))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of submissions
+    ax.set_title(chapter)
+    picture = _png(fig)
+    plt.close(fig)
+    return picture
 
 
 def pass_rates(graded: list[dict]) -> list[tuple[str, str, float, int]]:
@@ -68,7 +92,7 @@ def pass_rates(graded: list[dict]) -> list[tuple[str, str, float, int]]:
     return [(c, i, sum(v) / len(v), len(v)) for (c, i), v in seen.items()]
 
 
-def item_mistakes(graded: list[dict]) -> dict[tuple[str, str], list[tuple[str, int, str]]]:
+def item_mistakes(graded: list[dict], lang: str) -> dict[tuple[str, str], list[tuple[str, int, str]]]:
     """For each (chapter, item) that some submission failed: (message key, how many
     submissions, one message as students read it), most frequent first."""
     counts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
@@ -78,19 +102,20 @@ def item_mistakes(graded: list[dict]) -> dict[tuple[str, str], list[tuple[str, i
             if item["verdict"] != "pass" and item["key"]:
                 where = (entry["chapter"], item["item"])
                 counts[where][item["key"]] += 1
-                example.setdefault((*where, item["key"]), item["message"])
+                example.setdefault((*where, item["key"]), item_message(item, lang))
     return {where: [(key, n, example[(*where, key)]) for key, n in found.most_common(TOP)]
             for where, found in counts.items()}
 
 
-def key_mistake(entry: dict) -> str:
-    """A submission's first failed item and its mistake, as HTML, the message it read on
-    hover (later failures often follow from the first)."""
-    first = next((i for i in entry["items"] if i["verdict"] != "pass"), None)
+def key_mistake(entry: dict, lang: str) -> str:
+    """A submission's key mistake, as HTML: its first failed item and that item's
+    message in ``lang`` (later failures often follow from the first).  The notebook's
+    own check (its outputs) comes last: when an item fails, that item names the mistake."""
+    failed = [i for i in entry["items"] if i["verdict"] != "pass"]
+    first = next((i for i in failed if i["item"] != NOTEBOOK_ITEM), failed[0] if failed else None)
     if first is None:
         return ""
-    return (f"<span title='{escape(first['message'], quote=True)}'>{escape(first['item'])}: "
-            f"<code>{escape(first['key'] or first['verdict'])}</code></span>")
+    return f"<b>{escape(first['item'])}</b>: {escape(item_message(first, lang))}"
 
 
 def table(headers: list[str], rows: list[list[str]], sortable: bool = False) -> str:
@@ -115,24 +140,24 @@ def render_html(entries: dict[str, dict], lang: str) -> str:
         parts.append(f"<h2>{t('ui.report_scores')}</h2>")
         parts += [f"<figure><img alt='{escape(c)}' src='{src}'></figure>" for c, src in plots]
     rates = [[f"{escape(c)} · {escape(i)}", f"<span class='bar' style='width:{share * 12:.1f}em'></span> "
-              f"{share:.0%} ({n})"] for c, i, share, n in pass_rates(graded)]
+              f"{t('ui.report_n_of', passed=round(share * n), total=n)}"] for c, i, share, n in pass_rates(graded)]
     if rates:
         parts += [f"<h2>{t('ui.report_pass_rate')}</h2>", table([t("ui.item"), t("ui.report_passed")], rates)]
     for chapter in sorted({e["chapter"] for e in graded}):
         students = sorted((e for e in graded if e["chapter"] == chapter), key=lambda e: e["student"])
         items = [i["item"] for i in students[0]["items"]]
-        rows = [[escape(e["student"]), str(e["points"]), *(str(i["points"]) for i in e["items"]),
-                 key_mistake(e)] for e in students]
+        rows = [[escape(e["student"]), str(e["points"]), key_mistake(e, lang), *(str(i["points"]) for i in e["items"])]
+                for e in students]  # the key mistake before the items' columns, which may scroll
         parts += [f"<h2>{t('ui.report_per_student', chapter=chapter)}</h2><p>{t('ui.report_sort_hint')}</p>",
-                  table([t("ui.report_student"), t("ui.total"), *map(escape, items), t("ui.report_key_mistake")],
+                  table([t("ui.report_student"), t("ui.total"), t("ui.report_key_mistake"), *map(escape, items)],
                         rows, sortable=True)]
-    per_item = item_mistakes(graded)
+    per_item = item_mistakes(graded, lang)
     if per_item:
         parts.append(f"<h2>{t('ui.report_mistakes')}</h2>")
     for (chapter, item), found in per_item.items():
         parts += [f"<h3>{escape(chapter)} · {escape(item)}</h3>",
-                  table([t("ui.report_mistake"), t("ui.report_submissions"), t("ui.report_message")],
-                        [[f"<code>{escape(key)}</code>", str(n), escape(message)] for key, n, message in found])]
+                  table([t("ui.report_message"), t("ui.report_submissions")],
+                        [[escape(message), str(n)] for _, n, message in found])]
     slowest = sorted(graded, key=lambda e: -e.get("seconds", 0))[:TOP]
     rows = [[f"{escape(e['student'])} · {escape(e['chapter'])}", f"{e.get('seconds', 0):.1f}",
              f"{e['points']}/{e['max_points']}"] for e in slowest]
@@ -167,7 +192,10 @@ th, td {{ text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #d0d7
 .bar {{ display: inline-block; height: .8em; background: #3b6ea8; }}
 figure {{ display: inline-block; margin: 0 1rem 1rem 0; }} img {{ max-width: 100%; }}
 .sortable th {{ cursor: pointer; text-decoration: underline dotted; }}
-.wide {{ overflow-x: auto; }} td code {{ white-space: nowrap; }}
+.wide {{ overflow-x: auto; max-width: 100%; }} td code {{ white-space: nowrap; }}
+td, th {{ overflow-wrap: normal; }} .sortable td:first-child {{ white-space: nowrap; }}
+.sortable td:nth-child(3) {{ min-width: 22rem; }}
+@media (max-width: 40rem) {{ th {{ white-space: normal; }} .sortable td:nth-child(3) {{ min-width: 14rem; }} }}
 pre {{ overflow-x: auto; background: #f6f8fa; padding: .6rem; }} pre.output {{ background: #eef6ee; }}
 </style></head><body>
 {body}

@@ -66,8 +66,10 @@ def parser() -> argparse.ArgumentParser:
 
     grade = sub.add_parser("grade", help="grade files and folders in parallel into a gradebook")
     grade.add_argument("paths", type=Path, nargs="+")
-    grade.add_argument("--jobs", type=positive(int), default=os.cpu_count() or 1)
-    grade.add_argument("--out", type=Path, default=Path("gradebook"), help="folder of gradebook.csv/.json")
+    grade.add_argument("--jobs", type=positive(int), default=os.cpu_count() or 1,
+                       help="notebooks graded at once, each in its own kernel (default: the number of CPUs)")
+    grade.add_argument("--out", type=Path, default=Path("gradebook"),
+                       help="folder where gradebook.csv and gradebook.json are written (default: ./gradebook)")
     grade.add_argument("--shard", metavar="K/N", help="grade only share K of N of the submissions (a cluster job)")
     limits(grade)
 
@@ -78,16 +80,19 @@ def parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="write an offline HTML page about a graded class")
     report.add_argument("gradebook", type=Path, help="folder of gradebook.json")
-    report.add_argument("--out", type=Path, default=Path("report.html"))
+    report.add_argument("--out", type=Path, default=Path("report.html"),
+                        help="the page to write (default: report.html)")
     language(report)
 
     feedback = sub.add_parser("feedback", help="write one offline HTML page of feedback per student")
     feedback.add_argument("gradebook", type=Path, help="folder of gradebook.json")
-    feedback.add_argument("--out", type=Path, default=Path("feedback"))
+    feedback.add_argument("--out", type=Path, default=Path("feedback"),
+                          help="folder of the pages, one per student (default: ./feedback)")
     feedback.add_argument("--lang", choices=LANGUAGES, default=None, dest="page_lang",
                           help="the pages' language (default: the gradebook's)")
-    feedback.add_argument("--book", default=(Path(__file__).resolve().parent.parent / "_build" / "html").as_uri(),
-                          help="where the rendered book is, for the links (default: this checkout's build)")
+    feedback.add_argument("--book", metavar="URL", default="",
+                          help="the published book's address: each page links to URL/book/<chapter>.html "
+                               "(default: no link)")
 
     export = sub.add_parser("export", help="write what Gradescope, PrairieLearn or Canvas take")
     formats = export.add_subparsers(dest="format", required=True, metavar="{gradescope,prairielearn,canvas}")
@@ -95,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
                             ("prairielearn", "tied-prairielearn", "a course piece: question, entry point, image")):
         platform = formats.add_parser(name, help=what)
         platform.add_argument("chapter")
-        platform.add_argument("--out", type=Path, default=Path(out))
+        platform.add_argument("--out", type=Path, default=Path(out), help=f"where to write it (default: {out})")
         language(platform)
         if name == "gradescope":
             platform.add_argument("--secret", type=Path, dest="export_secret",
@@ -104,8 +109,9 @@ def parser() -> argparse.ArgumentParser:
             platform.add_argument("--image", default="tied/grader",
                                   help="the image's name on Docker Hub, for info.json (default tied/grader)")
     canvas = formats.add_parser("canvas", help="a gradebook import CSV")
-    canvas.add_argument("--gradebook", type=Path, default=Path("gradebook"))
-    canvas.add_argument("--out", type=Path, default=Path("canvas.csv"))
+    canvas.add_argument("--gradebook", type=Path, default=Path("gradebook"),
+                        help="folder of gradebook.json, as grader grade --out wrote it (default: ./gradebook)")
+    canvas.add_argument("--out", type=Path, default=Path("canvas.csv"), help="the CSV to write (default: canvas.csv)")
     canvas.add_argument("--column", default="Tied {chapter}", help="assignment column name (default 'Tied {chapter}')")
     canvas.add_argument("--roster", type=Path, help="the course's Canvas gradebook export (CSV), to match students")
     language(canvas)
@@ -204,6 +210,10 @@ def run_grade(args) -> int:
     except ShardError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    missing = [p for p in args.paths if not p.exists()]
+    if missing:  # before anything is written: a mistyped class folder is no student named "."
+        print(f"grader grade: {text('common.no_such_path', args.lang, path=missing[0])}", file=sys.stderr)
+        return EXIT_USAGE
     limits = Limits(args.timeout, int(args.memory * 2**30), sandbox=args.sandbox)
     try:
         book = grade_all(args.paths, args.out, args.jobs, limits, args.lang, shard)
@@ -220,27 +230,49 @@ def run_grade(args) -> int:
 
 def run_merge(args) -> int:
     from .gradebook import Gradebook
-    from .shards import ShardError, merged_entries
+    from .shards import ShardError, ShardSetError, merged_entries
 
     try:
-        entries = merged_entries(args.shards)
+        entries, graded_with = merged_entries(args.shards)
+    except ShardSetError as exc:
+        print(f"grader merge: {text(exc.key, args.lang, **exc.params)}", file=sys.stderr)
+        return EXIT_USAGE
     except (ShardError, OSError, ValueError, KeyError) as exc:
         print(f"grader merge: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    book = Gradebook(args.out, args.lang, fresh=True)
+    book = Gradebook(args.out, args.lang, fresh=True, graded_with=graded_with)
     book.entries = entries
     book.save()
     print(f"{book.csv_path}\n{book.json_path}")
     return EXIT_OK
 
 
+def plain(exc: Exception) -> str:
+    """An error as a reader takes it: a file's error as "FILE: reason", never Python's
+    "[Errno 2] ..." form."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc)
+
+
+def no_gradebook(args, command: str) -> bool:
+    """Whether ``--gradebook``/GRADEBOOK holds no gradebook.json (said in one line)."""
+    if (args.gradebook / "gradebook.json").is_file():
+        return False
+    lang = getattr(args, "page_lang", None) or args.lang  # feedback's --lang names its pages' language
+    print(f"grader {command}: {text('common.no_gradebook', lang, path=args.gradebook)}", file=sys.stderr)
+    return True
+
+
 def run_report(args) -> int:
     from .class_report import write_report
 
+    if no_gradebook(args, "report"):
+        return EXIT_USAGE
     try:
         print(write_report(args.gradebook, args.out, args.lang))
     except (OSError, ValueError, KeyError) as exc:
-        print(f"grader report: {args.gradebook / 'gradebook.json'}: {exc}", file=sys.stderr)
+        print(f"grader report: {args.gradebook / 'gradebook.json'}: {plain(exc)}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
 
@@ -249,11 +281,13 @@ def run_feedback(args) -> int:
     from .feedback import write_feedback
     from .gradebook import recorded_lang
 
+    if no_gradebook(args, "feedback"):
+        return EXIT_USAGE
     try:
         lang = args.page_lang or recorded_lang(args.gradebook) or args.lang
         written = write_feedback(args.gradebook, args.out, lang, args.book)
     except (OSError, ValueError, KeyError) as exc:
-        print(f"grader feedback: {args.gradebook / 'gradebook.json'}: {exc}", file=sys.stderr)
+        print(f"grader feedback: {args.gradebook / 'gradebook.json'}: {plain(exc)}", file=sys.stderr)
         return EXIT_USAGE
     print(f"{args.out}: {len(written)}")
     return EXIT_OK
@@ -268,17 +302,23 @@ def run_export(args) -> int:
     source = Path(platforms.__file__).resolve().parent.parent
     try:
         if args.format == "canvas":
+            if no_gradebook(args, "export"):
+                return EXIT_USAGE
             entries = load(args.gradebook)
             names = sorted({e["chapter"] for e in entries.values() if "error" not in e})
-            roster = platforms.read_roster(args.roster) if args.roster else None
-            table, unmatched, absent = platforms.canvas_csv(entries, names, lambda c: args.column.format(chapter=c),
-                                                            roster)
+            roster, roster_possible = platforms.read_roster(args.roster) if args.roster else (None, {})
+            column = lambda c: args.column.format(chapter=c)
+            table, unmatched, absent = platforms.canvas_csv(entries, names, column, roster)
             write_atomic(args.out, table)
             if roster is None:
                 print(text("ui.canvas_no_roster", args.lang), file=sys.stderr)
             for key, names in (("ui.canvas_unmatched", unmatched), ("ui.canvas_absent", absent)):
-                if names:
-                    print(text(key, args.lang, names=", ".join(names)), file=sys.stderr)
+                if names:  # "; " between names: Canvas writes them "Last, First"
+                    print(text(key, args.lang, names="; ".join(names)), file=sys.stderr)
+            possible = platforms.points_possible(entries, names)
+            for name, theirs, ours in platforms.points_differ(roster_possible, possible, column):
+                print(text("ui.canvas_points_differ", args.lang, column=name, theirs=theirs, ours=ours),
+                      file=sys.stderr)
         elif args.chapter not in chapters():
             print(f"grader export: no chapter {args.chapter!r} (known: {', '.join(chapters())})", file=sys.stderr)
             return EXIT_USAGE
@@ -290,7 +330,7 @@ def run_export(args) -> int:
         else:
             platforms.export_prairielearn(args.chapter, args.lang, args.out, source, args.image)
     except (OSError, ValueError, KeyError) as exc:
-        print(f"grader export: {exc}", file=sys.stderr)
+        print(f"grader export: {plain(exc)}", file=sys.stderr)
         return EXIT_USAGE
     print(args.out)
     return EXIT_OK

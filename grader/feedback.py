@@ -3,7 +3,8 @@
 What nbgrader's ``generate_feedback`` gives a class: each student's own page, in the
 gradebook's language, with their score on each item, each message as the grader wrote
 it, the worked example they broke (where the failing case is one of the notebook's),
-and a link to the book's section that teaches the chapter.  The pages hold no script
+and, given the published book's address (``--book``), a link to the chapter that
+teaches it.  The pages hold no script
 and load nothing: a teacher can mail them or put them on the course's site.
 """
 from __future__ import annotations
@@ -13,10 +14,11 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
-from . import expected_outputs
+from . import expected_outputs, registry
 from .atomic import write_atomic
 from .class_report import PAGE, load, table
 from .i18n import text
+from .report import item_message
 
 WORKED = "case.worked_example"  # the case key of a failure on the notebook's own example
 
@@ -28,6 +30,14 @@ def page_name(student: str) -> str:
 
 def chapter_link(book: str, chapter: str) -> str:
     return f"{book.rstrip('/')}/book/{chapter}.html"
+
+
+def chapter_title(chapter: str) -> str:
+    """The chapter's title as the book shows it (its id for a chapter this grader lacks)."""
+    try:
+        return registry.chapter(chapter).title
+    except KeyError:
+        return chapter
 
 
 def worked_example(chapter: str, item: str) -> dict | None:
@@ -43,7 +53,8 @@ def student_page(student: str, entries: list[dict], lang: str, book: str) -> str
     parts = [f"<h1>{t('ui.feedback_title', student=student)}</h1>"]
     for entry in sorted(entries, key=lambda e: e.get("chapter", "")):
         if "error" in entry:  # a file that could not be graded
-            parts.append(f"<p>{escape(entry['message'])}</p>")
+            message = item_message({"key": entry["error"], "case": "", **entry}, lang)
+            parts.append(f"<p>{escape(message)}</p>")
             continue
         chapter = entry["chapter"]
         parts.append(f"<h2>{t('ui.feedback_score', chapter=chapter, points=entry['points'], total=entry['max_points'])}"
@@ -54,13 +65,14 @@ def student_page(student: str, entries: list[dict], lang: str, book: str) -> str
         for item in entry["items"]:  # each message under its item, then the example it broke
             if not item["message"]:
                 continue
-            parts.append(f"<h3>{escape(item['item'])}</h3><p>{escape(item['message'])}</p>")
+            parts.append(f"<h3>{escape(item['item'])}</h3><p>{escape(item_message(item, lang))}</p>")
             example = worked_example(chapter, item["item"]) if item["case"] == WORKED else None
             if example is not None:
                 parts.append(f"<p>{t('ui.feedback_example')}:</p><pre>{escape(example['source'])}</pre>"
                              f"<pre class='output'>{escape(expected_outputs.output_text(example['outputs']))}</pre>")
-        parts.append(f"<p><a href='{escape(chapter_link(book, chapter))}'>{t('ui.feedback_book', chapter=chapter)}"
-                     "</a></p>")
+        if book:  # only to a book the students can open, never to a file of the teacher's machine
+            parts.append(f"<p><a href='{escape(chapter_link(book, chapter))}'>"
+                         f"{t('ui.feedback_book', chapter=chapter_title(chapter))}</a></p>")
     return PAGE.format(lang=lang, title=t("ui.feedback_title", student=student), body="\n".join(parts), script="")
 
 

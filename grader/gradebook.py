@@ -2,9 +2,11 @@
 
 The gradebook (CSV and JSON) is written first, then rewritten atomically after every
 submission, so an interrupted run leaves a valid one; a rerun skips files whose
-content is unchanged.  A submission the grader crashes on gets a one-line row and
-the batch goes on.  For a submission whose checks did not all run (a timeout, a
-crash), the worker's log is kept in ``<out>/logs/``.
+content is unchanged and that were graded with the same settings (``settings()``:
+the sandbox, the secret's hash, the grader's fingerprint, the language).  A
+submission the grader crashes on gets a one-line row and the batch goes on.  For a
+submission whose checks did not all run (a timeout, a crash), the worker's log is
+kept in ``<out>/logs/``.
 """
 from __future__ import annotations
 
@@ -57,10 +59,23 @@ def find_notebooks(paths: list[Path]) -> list[tuple[str, Path]]:
     return sorted(found, key=lambda pair: pair[1])
 
 
+def settings(sandbox: bool, lang: str) -> dict:
+    """What a grade depends on besides the notebook's bytes: a rerun regrades a
+    submission graded with other settings.  The secret is named by a hash, never kept."""
+    from .cases import secret_id
+    from .disk_cache import fingerprint
+
+    return {"sandbox": sandbox, "secret": secret_id(), "grader": fingerprint(), "lang": lang}
+
+
 class Gradebook:
-    def __init__(self, out: Path, lang: str, fresh: bool = False):
-        """The gradebook in ``out``: what an earlier run recorded there, unless ``fresh``."""
+    def __init__(self, out: Path, lang: str, fresh: bool = False, graded_with: dict | None = None,
+                 shard: tuple[int, int] | None = None):
+        """The gradebook in ``out``: what an earlier run recorded there, unless ``fresh``.
+        ``graded_with`` (``settings()``) is recorded with each submission graded now;
+        ``shard`` (K, N) in the file, for ``grader merge``."""
         self.out, self.lang = out, lang
+        self.graded_with, self.shard = graded_with or {}, shard
         self.json_path, self.csv_path = out / "gradebook.json", out / "gradebook.csv"
         self.entries: dict[str, dict] = {}
         if self.json_path.exists() and not fresh:
@@ -71,7 +86,7 @@ class Gradebook:
 
     def is_current(self, path: Path) -> bool:
         entry = self.entries.get(str(path))
-        if entry is None:
+        if entry is None or entry.get("settings") != self.graded_with:
             return False
         try:
             return entry.get("sha256") == hashlib.sha256(read_bytes(path)).hexdigest()
@@ -89,7 +104,7 @@ class Gradebook:
                 record["sha256"] = hashlib.sha256(read_bytes(result.path)).hexdigest()
             except BadSubmission:
                 record["sha256"] = ""
-        self.entries[str(result.path)] = {"student": student, **record}
+        self.entries[str(result.path)] = {"student": student, **record, "settings": self.graded_with}
         self.save()
         if result.log and any(v.status in UNFINISHED for v in result.verdicts):
             write_atomic(self.log_path(student, result.path), result.log)
@@ -115,7 +130,10 @@ class Gradebook:
         writer.writeheader()
         writer.writerows(self.rows())
         write_atomic(self.csv_path, buf.getvalue())
-        write_atomic(self.json_path, dumps({"lang": self.lang, "submissions": self.entries}))
+        header = {"lang": self.lang, "settings": self.graded_with}
+        if self.shard:
+            header["shard"] = list(self.shard)
+        write_atomic(self.json_path, dumps({**header, "submissions": self.entries}))
 
 
 def recorded_lang(out: Path) -> str:
@@ -139,7 +157,7 @@ def progress(done: int, total: int, label: str) -> None:
 def grade_all(paths: list[Path], out: Path, jobs: int, limits: supervisor.Limits, lang: str,
               shard: tuple[int, int] | None = None) -> Gradebook:
     """Grade every notebook under ``paths`` (only share K of N with ``shard``) into ``out``."""
-    book = Gradebook(out, lang)
+    book = Gradebook(out, lang, graded_with=settings(limits.sandbox, lang), shard=shard)
     book.save()  # first: even a run stopped at once leaves a valid gradebook
     if requested():
         raise Interrupted

@@ -142,15 +142,33 @@ def best_scores(entries: dict[str, dict], chapters: list[str]) -> dict[str, dict
     return scores
 
 
-def read_roster(path: Path) -> list[dict[str, str]]:
-    """The students of a Canvas gradebook export (its own "Points Possible" row left
-    out); a ValueError names the columns it lacks."""
+def read_roster(path: Path) -> tuple[list[dict[str, str]], dict[str, str]]:
+    """The students of a Canvas gradebook export and its own "Points Possible" row
+    (empty when it has none); a ValueError names the columns it lacks."""
     with open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.DictReader(f)
         missing = [c for c in CANVAS_FIXED if c not in (reader.fieldnames or [])]
         if missing:
             raise ValueError(f"{path}: not a Canvas gradebook export (no column {', '.join(missing)})")
-        return [row for row in reader if row["Student"].strip() not in ("", "Points Possible")]
+        rows = [row for row in reader if row["Student"].strip()]
+    possible = next((row for row in rows if row["Student"].strip() == "Points Possible"), {})
+    return [row for row in rows if row is not possible], possible
+
+
+def points_differ(roster_possible: dict[str, str], possible: dict[str, int], column) -> list[tuple[str, str, int]]:
+    """The assignments whose Points Possible in the course's gradebook differ from the
+    chapter's points: (column, the course's value, the chapter's).  Canvas would then
+    read a full score as a partial one, or the reverse."""
+    differ = []
+    for chapter, points in sorted(possible.items()):
+        theirs = (roster_possible.get(column(chapter)) or "").strip()
+        try:
+            same = not theirs or float(theirs) == points
+        except ValueError:
+            same = False
+        if not same:
+            differ.append((column(chapter), theirs, points))
+    return differ
 
 
 def roster_match(scores: dict[str, dict[str, int]], roster: list[dict[str, str]]):
@@ -166,6 +184,12 @@ def roster_match(scores: dict[str, dict[str, int]], roster: list[dict[str, str]]
             [row["Student"] for row, folder in matched if folder is None])
 
 
+def points_possible(entries: dict[str, dict], chapters: list[str]) -> dict[str, int]:
+    """Each chapter's points, as the gradebook records them."""
+    return {e["chapter"]: e["max_points"] for e in entries.values()
+            if "error" not in e and e.get("chapter") in chapters}
+
+
 def canvas_csv(entries: dict[str, dict], chapters: list[str], column, roster: list[dict] | None = None):
     """A Canvas gradebook import: the fixed columns, one column per chapter
     (``column(chapter)`` names it as the course's assignment), a "Points Possible" row,
@@ -175,10 +199,7 @@ def canvas_csv(entries: dict[str, dict], chapters: list[str], column, roster: li
     folders no roster row claims and the students without a submission (their cells
     are left empty: Canvas then changes nothing)."""
     scores = best_scores(entries, chapters)
-    possible = {}
-    for entry in entries.values():
-        if "error" not in entry and entry.get("chapter") in chapters:
-            possible[entry["chapter"]] = entry["max_points"]
+    possible = points_possible(entries, chapters)
     if roster is None:
         roster = [{"Student": s, "ID": "", "SIS User ID": "", "SIS Login ID": s, "Section": ""} for s in sorted(scores)]
     matched, unmatched, absent = roster_match(scores, roster)
@@ -258,6 +279,13 @@ fi
 chmod -R go-rwx "$ROOT/source"
 find "$ROOT/venv/" -path '*/site-packages/grader/chapters/*.py' ! -name '*_probe.py' ! -name '__init__.py' \\
   -exec chmod 600 {} +
+# The compiled files too: Python imports a module from its .pyc without reading the
+# .py.  Root's later imports write .pyc files into this root-only folder.
+shopt -s nullglob
+for CHAPTERS in "$ROOT"/venv/lib/python3*/site-packages/grader/chapters; do
+  mkdir -p "$CHAPTERS/__pycache__"
+  chmod 700 "$CHAPTERS/__pycache__"
+done
 mkdir -p "$ROOT/results"
 chmod 755 "$ROOT/results"
 """
@@ -313,7 +341,8 @@ PRAIRIELEARN_QUESTION = """<pl-question-panel>
 """
 PRAIRIELEARN_README = """# Tied's grader for PrairieLearn: chapter {chapter}
 
-Copy the two folders into your course repository and build the image:
+Copy `serverFilesCourse/` and `questions/` into your course repository and build the
+image from `image/`:
 
 - `serverFilesCourse/{folder}/` holds `run.sh`, the external grader's entry point;
 - `questions/{question}/` holds the question: `info.json` (external grading enabled)
@@ -329,6 +358,14 @@ chapter's solution took {cold:.1f} s on the machine that exported this (no cache
 references or compiled programs, as in a fresh container), times three, plus 30 s;
 the notebook itself gets {notebook_timeout} s, so that a student whose notebook runs
 too long reads why rather than a killed job.  Messages are in "{lang}".
+
+**What this image does not protect** (unlike the Gradescope export): the notebook runs
+as the same user as the grader, next to the chapter modules that compute the
+references and next to `/grade/results/`, and there is no teacher's secret, so the
+hidden cases are those of the public repository.  A student who writes code to that
+end can read the references or write their own `results.json`.  Use it for practice
+and formative work; grade what counts with `grader grade --sandbox --secret FILE` or
+the Gradescope export.
 """
 
 
@@ -381,7 +418,7 @@ def export_gradescope(chapter: str, lang: str, out: Path, source: Path, secret: 
             z.writestr("secret", secret)
         for path, name in source_files(source):
             z.write(path, f"tied/{name}")
-    write_atomic(out, buf.getvalue())
+    write_atomic(out, buf.getvalue(), private=secret is not None)
     return out
 
 

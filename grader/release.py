@@ -31,6 +31,27 @@ class MarkerError(ValueError):
     pass
 
 
+STUB_COLUMNS = 80  # the book shows the stubs; its code lines fit 80 columns
+
+
+def raise_not_implemented(indent: str, hint: str) -> list[str]:
+    """The stub's ``raise NotImplementedError(hint)``, its hint split between words into
+    adjacent string literals when one line would pass STUB_COLUMNS (the message is the same)."""
+    line = f"{indent}raise NotImplementedError({hint!r})"
+    if len(line) <= STUB_COLUMNS:
+        return [line]
+    inner, width = indent + "    ", STUB_COLUMNS - len(indent) - 4 - 3  # 3: quotes and a margin
+    parts, part = [], ""
+    for word in hint.split(" "):
+        if part and len(part) + 1 + len(word) > width:
+            parts.append(part + " ")
+            part = word
+        else:
+            part = f"{part} {word}" if part else word
+    parts.append(part)
+    return [f"{indent}raise NotImplementedError(", *(f"{inner}{p!r}" for p in parts), f"{indent})"]
+
+
 def strip_solutions(source: str, where: str) -> str:
     out, inside = [], False
     for number, line in enumerate(source.splitlines(), 1):
@@ -40,7 +61,7 @@ def strip_solutions(source: str, where: str) -> str:
                 raise MarkerError(f"{where}, line {number}: BEGIN SOLUTION inside a solution")
             indent, hint = begin.groups()
             hint = hint.strip() or "write your solution here"
-            out.append(f"{indent}raise NotImplementedError({hint!r})")
+            out.extend(raise_not_implemented(indent, hint))
             inside = True
         elif END.match(line):
             if not inside:

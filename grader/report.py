@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from .i18n import render, text
 from .judge import Verdict
+from .registry import Finding
 
 NARROWEST = 30  # columns of a message beside the table; with fewer, it goes below its row
 BELOW = 4  # the indent of a message below its row
@@ -31,13 +32,30 @@ def case_label(v: Verdict, lang: str) -> str:
     return text(v.case, lang, **v.shown) if v.case else ""
 
 
-def verdict_message(v: Verdict, lang: str) -> str:
-    if v.finding is None:
-        return ""
-    message = " ".join(render(v.finding, lang).splitlines())  # a library's message may run over lines
-    if v.case:
-        message += f" [{text('ui.case', lang)}: {case_label(v, lang)}]"
+def finding_message(finding: Finding, case: str, shown: dict, lang: str) -> str:
+    """A finding's message in ``lang``, with the case it failed on (its kind and sizes)."""
+    message = " ".join(render(finding, lang).splitlines())  # a library's message may run over lines
+    if case:
+        message += f" [{text('ui.case', lang)}: {text(case, lang, **shown)}]"
     return message
+
+
+def verdict_message(v: Verdict, lang: str) -> str:
+    return "" if v.finding is None else finding_message(v.finding, v.case, v.shown, lang)
+
+
+def recorded(params: dict) -> dict:
+    """A finding's parameters as the gradebook keeps them (JSON), so that a page in
+    another language can render the message again from its key."""
+    return json.loads(json.dumps(params, default=str))
+
+
+def item_message(item: dict, lang: str) -> str:
+    """A gradebook item's message in ``lang``, rendered again from its key and
+    parameters; as recorded (the gradebook's language) when it kept none."""
+    if not item.get("key") or "params" not in item:
+        return item["message"]
+    return finding_message(Finding(item["key"], item["params"]), item["case"], item.get("shown", {}), lang)
 
 
 def verdict_messages(verdicts: list[Verdict], lang: str) -> list[str]:
@@ -101,7 +119,8 @@ def table(result, lang: str, columns: int | None = None) -> str:
 
 def as_dict(result, lang: str) -> dict:
     if result.bad is not None:
-        return {"path": str(result.path), "error": result.bad.key, "message": render(result.bad, lang)}
+        return {"path": str(result.path), "error": result.bad.key, "params": recorded(result.bad.params),
+                "message": render(result.bad, lang)}
     return {
         "path": str(result.path),
         "chapter": result.chapter,
@@ -117,7 +136,9 @@ def as_dict(result, lang: str) -> dict:
                 "max_points": v.max_points,
                 "verdict": v.status,
                 "key": v.finding.key if v.finding else "",
+                "params": recorded(v.finding.params) if v.finding else {},
                 "case": v.case,
+                "shown": recorded(v.shown),
                 "visibility": v.visibility,
                 "message": message,
             }

@@ -32,13 +32,42 @@ def in_shard(student: str, path: Path, shard: tuple[int, int]) -> bool:
     return int.from_bytes(digest[:8], "big") % n == k - 1
 
 
-def merged_entries(gradebooks: list[Path]) -> dict[str, dict]:
-    """Every shard's submissions; a submission in two shards is an error, not a choice."""
+class ShardSetError(ValueError):
+    """Gradebooks that are not one whole set of shards: ``key`` and ``params`` name why
+    in the catalogs (``common.shards_*``)."""
+
+    def __init__(self, key: str, **params):
+        super().__init__(key)
+        self.key, self.params = key, params
+
+
+def merged_entries(gradebooks: list[Path]) -> tuple[dict[str, dict], dict]:
+    """Every shard's submissions and the settings they were graded with.  The set must
+    be whole (shares 1 to N of one N, each once) and graded alike (one secret, sandbox,
+    grader and language): a missing or foreign shard is an error, not a smaller class."""
     entries: dict[str, dict] = {}
+    shares: dict[int, Path] = {}
+    counts, graded_with = set(), None
     for folder in gradebooks:
-        found = json.loads((folder / "gradebook.json").read_text(encoding="utf-8"))["submissions"]
+        book = json.loads((folder / "gradebook.json").read_text(encoding="utf-8"))
+        shard = book.get("shard")
+        if not (isinstance(shard, list) and len(shard) == 2):
+            raise ShardSetError("common.shards_not_a_shard", folder=folder)
+        k, n = shard
+        counts.add(n)
+        if k in shares or len(counts) > 1:
+            raise ShardSetError("common.shards_mixed", folder=folder)
+        shares[k] = folder
+        if graded_with is None:
+            graded_with = book.get("settings", {})
+        elif book.get("settings", {}) != graded_with:
+            raise ShardSetError("common.shards_mixed", folder=folder)
+        found = book["submissions"]
         twice = set(found) & set(entries)
         if twice:
             raise ShardError(f"{folder} grades {sorted(twice)[0]} again: shards must not overlap")
         entries.update(found)
-    return entries
+    missing = sorted(set(range(1, counts.pop() + 1)) - set(shares)) if counts else []
+    if missing:
+        raise ShardSetError("common.shards_incomplete", shares=", ".join(f"{k}/{n}" for k in missing))
+    return entries, graded_with or {}

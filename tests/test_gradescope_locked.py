@@ -5,7 +5,8 @@ virtualenv stands in for setup.sh's (the system's Python 3.11, this project's pa
 on its path, the package installed from the zip), and its ``lock_down.sh`` runs as
 setup.sh runs it.  ``run_autograder`` then grades hostile stubs as root, their kernels
 running as ``nobody``: one writes ``results.json``, one reads the chapter module that
-holds the references and the secret, one patches the installed grader.  Each attempt
+holds the references and the secret, one imports it (its compiled file included),
+one patches the installed grader.  Each attempt
 is refused (a folder every user may write records what the kernel could do), each
 stub earns nothing, and the solution still earns full marks.  Needs root.
 """
@@ -50,6 +51,11 @@ ATTACKS = {
     "read_references": '''
         for name, path in [("chapter", CHAPTER_MODULE), ("source", SOURCE_MODULE), ("secret", SECRET)]:
             note("read " + name, lambda: open(path).read())
+    ''',
+    "import_references": '''
+        import importlib, sys
+        sys.dont_write_bytecode = True
+        note("import chapter", lambda: importlib.import_module("grader.chapters.gpt_head"))
     ''',
     "patch_grader": '''
         for name in ("verdicts.py", "worker.py", "judge.py"):

@@ -50,8 +50,6 @@ def test_code_lines_fit_80_columns(page):
     assert not found, f"code lines over {COLUMNS} columns:\n" + "\n".join(found)
 
 
-@pytest.mark.xfail(strict=True, reason="the stubs' lines come from solutions/ (their hints "
-                   "and worked examples), which another change rewraps; then drop this mark")
 @pytest.mark.parametrize("chapter", chapters())
 def test_the_exercise_stubs_fit_80_columns(chapter):
     long = [line for line in show_exercise(chapter).data.splitlines() if len(line) > COLUMNS]

@@ -56,3 +56,15 @@ def test_release_refuses_a_solution_stored_without_running_its_worked_examples(t
     write(nb, tmp_path / "solutions" / "04_gpt_head.ipynb")
     with pytest.raises(MarkerError, match="NBVAL_CHECK_OUTPUT"):
         release(tmp_path)
+
+
+def test_a_long_hint_is_split_between_words_and_raises_the_same_message():
+    from grader.release import STUB_COLUMNS, raise_not_implemented
+
+    hint = "declare self.param(\"embedding\", ...) once, look the ids up with it and " * 3
+    lines = raise_not_implemented("        ", hint.strip())
+    assert len(lines) > 3 and all(len(line) <= STUB_COLUMNS for line in lines)
+    with pytest.raises(NotImplementedError) as raised:
+        exec("\n".join(line[8:] for line in lines))
+    assert str(raised.value) == hint.strip()
+    assert raise_not_implemented("    ", "short") == ["    raise NotImplementedError('short')"]
