@@ -187,10 +187,12 @@ def excerpt(text: str, at: int = 0) -> str:
 
 def first_difference(printed: str, expected: str) -> tuple[str, str]:
     """Both outputs from the line before their first difference on, lines joined by ↵,
-    each shortened around the first differing character."""
+    each shortened around the first differing character; the lines left out before
+    are one "…", so that "True ↵ False" is not read as the whole output."""
     lines_a, lines_b = printed.rstrip("\n").split("\n"), expected.rstrip("\n").split("\n")
     first = next((n for n in range(max(len(lines_a), len(lines_b))) if lines_a[n:n + 1] != lines_b[n:n + 1]), 0)
-    a, b = NEWLINE.join(lines_a[max(first - 1, 0):]), NEWLINE.join(lines_b[max(first - 1, 0):])
+    elided = ["…"] if first > 1 else []
+    a, b = (NEWLINE.join(elided + lines[max(first - 1, 0):]) for lines in (lines_a, lines_b))
     at = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     return excerpt(a, at), excerpt(b, at)
 

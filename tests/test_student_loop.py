@@ -11,7 +11,7 @@ import pytest
 from grader.i18n import LANGUAGES, text
 from grader.judge import TIMEOUT
 from grader.registry import chapter
-from grader.report import as_dict, table, terminal_columns, width
+from grader.report import NARROWEST, as_dict, table, terminal_columns, width, wrap
 from grader.result import Result
 from grader.selfcheck import check
 from grader.supervisor import Limits
@@ -93,7 +93,7 @@ def test_before_run_all_a_name_in_the_notebook_is_not_run_yet(tmp_path):
     messages = {i["item"]: i["message"] for i in result["items"]}
     assert {i["key"] for i in result["items"]} == {"common.not_run_yet"}, messages
     assert messages["TiedIO.params"].startswith("Not run yet in this kernel: TiedIO is in the notebook")
-    assert "Run All Cells" in messages["TiedIO.params"]
+    assert "Run All Cells" in messages["TiedIO.params"] and "above" not in messages["TiedIO.params"]
 
 
 def test_a_name_the_notebook_never_defines_is_still_not_found(tmp_path):
@@ -128,10 +128,22 @@ def long_result() -> Result:
 def test_the_table_fits_the_terminal_and_breaks_between_words(columns, lang):
     result = long_result()
     shown = table(result, lang, columns)
-    assert all(width(line) <= columns for line in shown.splitlines() if " " in line.strip()), shown
+    assert all(width(line) <= columns for line in shown.splitlines()), shown
     words = set(re.split(r"\s+", shown))
-    for item in as_dict(result, lang)["items"]:
-        assert all(word in words for word in item["message"].split()), (item["message"], shown)
+    for item in as_dict(result, lang)["items"]:  # a word that fits the narrowest room is whole
+        assert all(word in words for word in item["message"].split() if width(word) <= NARROWEST), shown
+
+
+CODE = "`embedding_init=nn.initializers.normal(stddev=0.02),`"  # 54 columns, no space
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_word_wider_than_the_terminal_is_broken_where_the_line_ends(lang):
+    message = f"{text('ui.case', lang)} {CODE} {CODE}{CODE} {text('ui.total', lang)}"
+    for columns, indent in ((80, 30), (40, 4), (20, 0)):
+        shown = wrap(message, columns - indent, indent)
+        assert all(width(line) <= columns for line in (" " * indent + shown).splitlines()), shown
+        assert re.sub(r"\s", "", shown) == re.sub(r"\s", "", message)
 
 
 def test_the_width_comes_from_columns_or_is_80(monkeypatch):
@@ -167,3 +179,24 @@ def test_without_the_notebook_file_the_exercise_names_the_worked_examples_cells(
     stand_in = exercise_cells(for_chapter(chapter_id)["worked_examples"])
     assert [shown for shown, cell in zip(code_cells(stand_in), (c for c in stand_in if c["cell_type"] == "code"))
             if is_checked(cell)] == real
+
+
+# ---------------------------------------------------------------- the messages' words
+
+def test_an_output_that_differs_on_a_later_line_says_lines_were_left_out():
+    from grader.expected_outputs import first_difference
+
+    assert first_difference("True\nTrue\nFalse\n", "True\nTrue\nTrue\n") == ("… ↵ True ↵ False", "… ↵ True ↵ True")
+    assert first_difference("True\nFalse\n", "True\nTrue\n") == ("True ↵ False", "True ↵ True")
+
+
+def test_a_numpy_draw_is_named_as_numpy_and_the_fix_is_int():
+    from grader.chapters.gpt_head import type_name
+    from grader.i18n import render
+    from grader.registry import Finding
+
+    assert (type_name("int64"), type_name("int"), type_name("bool"), type_name("float")) == ("np.int64", "int", "bool",
+                                                                                              "float")
+    for lang in LANGUAGES:
+        message = render(Finding("gpt_head.sample_not_int", {"type": "np.int64"}), lang)
+        assert "np.int64" in message and "int(...)" in message and "rng.choice" not in message
