@@ -200,3 +200,46 @@ def test_a_numpy_draw_is_named_as_numpy_and_the_fix_is_int():
     for lang in LANGUAGES:
         message = render(Finding("gpt_head.sample_not_int", {"type": "np.int64"}), lang)
         assert "np.int64" in message and "int(...)" in message and "rng.choice" not in message
+
+
+# ---------------------------------------------------------------- the command line's input errors
+
+def test_a_file_that_is_not_an_ipynb_is_not_a_notebook(tmp_path, capsys):
+    from grader.cli import main
+
+    script = tmp_path / "tied.py"
+    script.write_text("print('hello')\n")
+    assert main(["check", str(script), "--lang", "es"]) == 2
+    line = one_line(capsys.readouterr())
+    assert line == text("bad.not_ipynb", "es", path=str(script))
+
+
+@pytest.mark.parametrize("argv", [["check", "missing.ipynb"], ["check", "missing.ipynb", "--lang", "kr"], ["check"]])
+def test_with_json_a_usage_or_file_error_is_a_json_object(capsys, argv):
+    import json
+
+    from grader.cli import main
+
+    assert main([*argv, "--json"]) == 2
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert set(report) == {"error", "exit"} and report["exit"] == 2 and "\n" not in report["error"]
+    assert captured.err == ""
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("kr", "ko"), ("KOR", "ko"), ("sp", "es")])
+def test_a_language_typo_suggests_the_code(capsys, monkeypatch, typed, meant):
+    from grader.cli import main
+
+    monkeypatch.setenv("TIED_LANG", "en")  # the language of a message about the language
+    assert main(["check", "x.ipynb", "--lang", typed]) == 2
+    assert f"did you mean {meant}?" in capsys.readouterr().err
+    assert check("01_linen", lang=typed, namespace={}) is None
+    assert f"did you mean {meant}?" in one_line(capsys.readouterr())
+
+
+def test_a_language_code_in_capitals_is_the_code(capsys, tmp_path):
+    from grader.cli import main
+
+    assert main(["check", str(tmp_path / "missing.ipynb"), "--lang", "ES"]) == 2
+    assert one_line(capsys.readouterr()) == text("bad.missing", "es", path=str(tmp_path / "missing.ipynb"))
