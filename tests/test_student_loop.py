@@ -243,3 +243,22 @@ def test_a_language_code_in_capitals_is_the_code(capsys, tmp_path):
 
     assert main(["check", str(tmp_path / "missing.ipynb"), "--lang", "ES"]) == 2
     assert one_line(capsys.readouterr()) == text("bad.missing", "es", path=str(tmp_path / "missing.ipynb"))
+
+
+# ---------------------------------------------------------------- a cell that does not compile
+
+def test_a_cell_that_does_not_compile_is_named_by_the_notebook_item_and_its_items(tmp_path):
+    """grader check's kernel stops at the cell with the SyntaxError; check() finds it by
+    compiling each cell, and the items it defines name it rather than 'define it'."""
+    nb = nbformat.read(solution("04_gpt_head"), as_version=4)
+    position, broken = next((n, c) for n, c in enumerate(nb.cells, 1) if "def sample_next" in c.source)
+    broken.source += "\nprint((1, 2)\n"
+    notebook = write(nb, tmp_path / "04_gpt_head.ipynb")
+    namespace, _ = run_cells(nb, notebook)
+    for lang in LANGUAGES:
+        items = {i["item"]: i for i in as_dict(check("04_gpt_head", lang=lang, namespace=namespace), lang)["items"]}
+        assert items["notebook"]["key"] == "common.cell_error", items["notebook"]
+        assert items["notebook"]["params"]["type"] == "SyntaxError" and items["notebook"]["params"]["cell"] == position
+        for name in ("sample_next", "sample_next.greedy"):
+            assert items[name]["key"] == "common.does_not_compile", items[name]
+            assert str(position) in items[name]["message"] and "SyntaxError" in items[name]["message"]
