@@ -63,7 +63,8 @@ def parser() -> argparse.ArgumentParser:
                              metavar="{check,grade,merge,report,feedback,export,release,gradescope,prairielearn}")
 
     def language(p):
-        p.add_argument("--lang", type=lang_argument, choices=LANGUAGES, default=None, help="message language (default: from the locale)")
+        p.add_argument("--lang", type=lang_argument, choices=LANGUAGES, default=None,
+                       help="message language (default: from the locale)")
 
     def secret(p):
         p.add_argument("--secret", type=Path, metavar="FILE",
