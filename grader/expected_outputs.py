@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from .cells import first_line
+from .probe_runtime import shorten
 from .registry import ErrorPattern
 
 MARKER = "NBVAL_CHECK_OUTPUT"
@@ -91,6 +92,14 @@ def dumps(expected: dict) -> str:
 def for_chapter(chapter_id: str) -> dict:
     folder = resources.files("grader").joinpath("expected")
     return json.loads(folder.joinpath(f"{chapter_id}.json").read_text(encoding="utf-8"))
+
+
+@cache
+def example_lines(chapter_id: str) -> frozenset[str]:
+    """The worked examples' lines, as a failing line is quoted: the exercise wrote them,
+    so a message quoting one says it is in the worked example, not the student's line."""
+    return frozenset(shorten(line.strip()) for example in for_chapter(chapter_id)["worked_examples"]
+                     for line in example["source"].splitlines() if line.strip() and marker(line) != MARKER)
 
 
 def install(data: bytes, chapter_id: str) -> bytes:

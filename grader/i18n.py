@@ -197,9 +197,10 @@ def localised(params: dict, lang: str) -> dict:
 
 
 def render(finding: Finding, lang: str = DEFAULT) -> str:
-    """A finding as one message, with the student's failing line when there is one."""
+    """A finding as one message, with the failing line when there is one: the
+    student's, or one of the worked example's (``line_label``)."""
     message = text(finding.key, lang, **localised(finding.params, lang))
     line = finding.params.get("line")
     if line:
-        message += " — " + text("ui.your_line", lang, line=line)
+        message += " — " + text(str(finding.params.get("line_label") or "ui.your_line"), lang, line=line)
     return message

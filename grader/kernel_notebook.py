@@ -208,6 +208,6 @@ def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
     broken = syntax_errors(cells or [])  # the cell grader check's kernel would stop at
     records = [r for r in records if r["cell"] + 1 not in broken] + [
         {"cell": number - 1, "passed": False, "error": error} for number, error in broken.items()]
-    verdict = notebook_verdict(sorted(records, key=lambda r: r["cell"]) + missing, named)
+    verdict = notebook_verdict(sorted(records, key=lambda r: r["cell"]) + missing, named, eo.example_lines(chapter_id))
     finding = in_kernel_frame(verdict.finding, namespace, cells)
     return verdict if finding is verdict.finding else Verdict(verdict.item, 0, 1, verdict.status, finding)

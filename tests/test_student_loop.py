@@ -262,3 +262,18 @@ def test_a_cell_that_does_not_compile_is_named_by_the_notebook_item_and_its_item
         for name in ("sample_next", "sample_next.greedy"):
             assert items[name]["key"] == "common.does_not_compile", items[name]
             assert str(position) in items[name]["message"] and "SyntaxError" in items[name]["message"]
+
+
+def test_a_failing_line_the_worked_example_wrote_is_not_called_the_students():
+    from grader.expected_outputs import example_lines
+    from grader.i18n import render
+    from grader.verdicts import notebook_verdict
+
+    provided = example_lines("04_gpt_head")
+    ours = "out = tied_head_forward(np.array([0, 3, 3, 5]), E)"
+    assert ours in provided
+    for line, label in ((ours, "ui.example_line"), ("return logits.T", "ui.your_line")):
+        record = {"cell": 2, "passed": False, "error": {"type": "ValueError", "message": "bad", "line": line}}
+        finding = notebook_verdict([record], (), provided).finding
+        for lang in LANGUAGES:
+            assert render(finding, lang).endswith(text(label, lang, line=line))
