@@ -1,5 +1,6 @@
 """check() is always safe to run and speaks in the student's frame; the terminal
-report fits the terminal (issue 25).  All in this process: no kernel is started."""
+report fits the terminal (issue 25).  All in this process, no kernel started, but for
+one test that holds check() and grader check equal on a cell that does not compile."""
 from __future__ import annotations
 
 import linecache
@@ -247,21 +248,36 @@ def test_a_language_code_in_capitals_is_the_code(capsys, tmp_path):
 
 # ---------------------------------------------------------------- a cell that does not compile
 
-def test_a_cell_that_does_not_compile_is_named_by_the_notebook_item_and_its_items(tmp_path):
-    """grader check's kernel stops at the cell with the SyntaxError; check() finds it by
-    compiling each cell, and the items it defines name it rather than 'define it'."""
+def broken_sample_next(tmp_path):
+    """04's solution with an unclosed bracket in sample_next's cell; that cell's position."""
     nb = nbformat.read(solution("04_gpt_head"), as_version=4)
     position, broken = next((n, c) for n, c in enumerate(nb.cells, 1) if "def sample_next" in c.source)
     broken.source += "\nprint((1, 2)\n"
     notebook = write(nb, tmp_path / "04_gpt_head.ipynb")
     namespace, _ = run_cells(nb, notebook)
+    return notebook, check("04_gpt_head", lang="en", namespace=namespace), position
+
+
+def test_a_cell_that_does_not_compile_is_named_by_the_notebook_item_and_its_items(tmp_path):
+    """grader check's kernel stops at the cell with the SyntaxError; check() finds it by
+    compiling each cell, and the items it defines name it rather than 'define it'."""
+    _, in_kernel, position = broken_sample_next(tmp_path)
     for lang in LANGUAGES:
-        items = {i["item"]: i for i in as_dict(check("04_gpt_head", lang=lang, namespace=namespace), lang)["items"]}
+        items = {i["item"]: i for i in as_dict(in_kernel, lang)["items"]}
         assert items["notebook"]["key"] == "common.cell_error", items["notebook"]
         assert items["notebook"]["params"]["type"] == "SyntaxError" and items["notebook"]["params"]["cell"] == position
         for name in ("sample_next", "sample_next.greedy"):
             assert items[name]["key"] == "common.does_not_compile", items[name]
             assert str(position) in items[name]["message"] and "SyntaxError" in items[name]["message"]
+
+
+def test_a_cell_that_does_not_compile_gets_the_same_verdicts_in_the_terminal(tmp_path):
+    from grader.runner import grade
+
+    notebook, in_kernel, _ = broken_sample_next(tmp_path)
+    in_terminal = grade(notebook, Limits(timeout=90))
+    assert [(i["item"], i["key"], i["message"]) for i in as_dict(in_terminal, "es")["items"]] == \
+           [(i["item"], i["key"], i["message"]) for i in as_dict(in_kernel, "es")["items"]]
 
 
 def test_a_failing_line_the_worked_example_wrote_is_not_called_the_students():
