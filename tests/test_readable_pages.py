@@ -50,9 +50,6 @@ def test_code_lines_fit_80_columns(page):
     assert not found, f"code lines over {COLUMNS} columns:\n" + "\n".join(found)
 
 
-@pytest.mark.xfail(strict=True, reason="release wraps the stubs' hints (test_release), but 26 "
-                   "lines of the solutions' own code (worked examples, given classes) still pass "
-                   "80 columns; rewrap them in solutions/, then drop this mark")
 @pytest.mark.parametrize("chapter", chapters())
 def test_the_exercise_stubs_fit_80_columns(chapter):
     long = [line for line in show_exercise(chapter).data.splitlines() if len(line) > COLUMNS]
