@@ -19,7 +19,7 @@ from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import NoReturn  # noqa: E402
 
-from .i18n import LANGUAGES, detect_lang, render, text  # noqa: E402
+from .i18n import LANGUAGES, detect_lang, language_code, render, text, unknown_language  # noqa: E402
 from .registry import Finding  # noqa: E402
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -35,13 +35,36 @@ def positive(kind):
     return parse
 
 
+class UsageError(Exception):
+    """What argparse would print before exiting 2, raised for ``main`` to print."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str):
+        super().__init__(message)
+        self.parser = parser
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self, message)
+
+
+def lang_argument(value: str) -> str:
+    """``--lang``'s value: our codes in any case ("ES" is es); "kr" asks "did you mean ko?"."""
+    code = language_code(value)
+    if code is None:
+        key, params = unknown_language(value)
+        raise argparse.ArgumentTypeError(text(key, detect_lang(), **params))
+    return code
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="grader", description="Grade Tied exercise notebooks.")
+    top = Parser(prog="grader", description="Grade Tied exercise notebooks.")
     sub = top.add_subparsers(dest="command", required=True,
                              metavar="{check,grade,merge,report,feedback,export,release,gradescope,prairielearn}")
 
     def language(p):
-        p.add_argument("--lang", choices=LANGUAGES, default=None, help="message language (default: from the locale)")
+        p.add_argument("--lang", type=lang_argument, choices=LANGUAGES, default=None,
+                       help="message language (default: from the locale)")
 
     def secret(p):
         p.add_argument("--secret", type=Path, metavar="FILE",
@@ -88,7 +111,7 @@ def parser() -> argparse.ArgumentParser:
     feedback.add_argument("gradebook", type=Path, help="folder of gradebook.json")
     feedback.add_argument("--out", type=Path, default=Path("feedback"),
                           help="folder of the pages, one per student (default: ./feedback)")
-    feedback.add_argument("--lang", choices=LANGUAGES, default=None, dest="page_lang",
+    feedback.add_argument("--lang", type=lang_argument, choices=LANGUAGES, default=None, dest="page_lang",
                           help="the pages' language (default: the gradebook's)")
     feedback.add_argument("--book", metavar="URL", default="",
                           help="the published book's address: each page links to URL/book/<chapter>.html "
@@ -191,8 +214,7 @@ def check_notebook(args) -> int:
     if args.keep_log:
         write_atomic(args.keep_log, result.log)
     if result.bad is not None:
-        print(render(result.bad, args.lang), file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(render(result.bad, args.lang), args.json)
     report = as_dict(result, args.lang)
     if args.out:
         write_atomic(args.out, dumps(report))
@@ -410,14 +432,33 @@ def run_release(args) -> int:
     return EXIT_OK
 
 
+def usage_error(message: str, as_json: bool) -> int:
+    """A usage or file error: one line on stderr, or with ``--json`` a JSON object on
+    stdout (where a program reading the report looks)."""
+    if as_json:
+        from .report import dumps
+
+        print(dumps({"error": message, "exit": EXIT_USAGE}), end="")
+    else:
+        print(message, file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parser().parse_args(argv)
+    except UsageError as exc:
+        if "--json" in argv:
+            return usage_error(f"{exc.parser.prog}: {exc}", True)
+        exc.parser.print_usage(sys.stderr)
+        print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if getattr(args, "lang", None) is None:
         args.lang = detect_lang()
     problem = use_secret(args) or sandbox_ready(args)
     if problem:
-        print(problem, file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(problem, getattr(args, "json", False))
     containment_notice(args)
     if args.command == "release":  # quick, and writes no gradebook: Ctrl-C stops it as usual
         signal.signal(signal.SIGINT, signal.default_int_handler)

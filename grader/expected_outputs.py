@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from .cells import first_line
+from .probe_runtime import shorten
 from .registry import ErrorPattern
 
 MARKER = "NBVAL_CHECK_OUTPUT"
@@ -91,6 +92,14 @@ def dumps(expected: dict) -> str:
 def for_chapter(chapter_id: str) -> dict:
     folder = resources.files("grader").joinpath("expected")
     return json.loads(folder.joinpath(f"{chapter_id}.json").read_text(encoding="utf-8"))
+
+
+@cache
+def example_lines(chapter_id: str) -> frozenset[str]:
+    """The worked examples' lines, as a failing line is quoted: the exercise wrote them,
+    so a message quoting one says it is in the worked example, not the student's line."""
+    return frozenset(shorten(line.strip()) for example in for_chapter(chapter_id)["worked_examples"]
+                     for line in example["source"].splitlines() if line.strip() and marker(line) != MARKER)
 
 
 def install(data: bytes, chapter_id: str) -> bytes:
@@ -187,10 +196,12 @@ def excerpt(text: str, at: int = 0) -> str:
 
 def first_difference(printed: str, expected: str) -> tuple[str, str]:
     """Both outputs from the line before their first difference on, lines joined by ↵,
-    each shortened around the first differing character."""
+    each shortened around the first differing character; the lines left out before
+    are one "…", so that "True ↵ False" is not read as the whole output."""
     lines_a, lines_b = printed.rstrip("\n").split("\n"), expected.rstrip("\n").split("\n")
     first = next((n for n in range(max(len(lines_a), len(lines_b))) if lines_a[n:n + 1] != lines_b[n:n + 1]), 0)
-    a, b = NEWLINE.join(lines_a[max(first - 1, 0):]), NEWLINE.join(lines_b[max(first - 1, 0):])
+    elided = ["…"] if first > 1 else []
+    a, b = (NEWLINE.join(elided + lines[max(first - 1, 0):]) for lines in (lines_a, lines_b))
     at = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     return excerpt(a, at), excerpt(b, at)
 

@@ -28,6 +28,24 @@ def catalog(lang: str) -> dict[str, str]:
     return merged
 
 
+# What people type for our languages that is not the code: Korea's country code, ...
+ALIASES = {"kr": "ko", "kor": "ko", "eng": "en", "spa": "es", "sp": "es"}
+
+
+def language_code(value) -> str | None:
+    """The code of one of our languages as typed, in any case ("ES" is es), or None."""
+    code = value.strip().lower() if isinstance(value, str) else None
+    return code if code in LANGUAGES else None
+
+
+def unknown_language(value) -> tuple[str, dict]:
+    """The message (key, parameters) for a language we do not have, naming the one
+    that was probably meant ("kr": did you mean ko?)."""
+    params = {"name": repr(value), "known": ", ".join(LANGUAGES)}
+    meant = ALIASES.get(value.strip().lower()) if isinstance(value, str) else None
+    return ("ui.unknown_lang_meant", {**params, "meant": meant}) if meant else ("ui.unknown_lang", params)
+
+
 def detect_lang() -> str:
     """The language of the user's locale when it is one of ours, else English."""
     for var in ("TIED_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
@@ -179,9 +197,10 @@ def localised(params: dict, lang: str) -> dict:
 
 
 def render(finding: Finding, lang: str = DEFAULT) -> str:
-    """A finding as one message, with the student's failing line when there is one."""
+    """A finding as one message, with the failing line when there is one: the
+    student's, or one of the worked example's (``line_label``)."""
     message = text(finding.key, lang, **localised(finding.params, lang))
     line = finding.params.get("line")
     if line:
-        message += " — " + text("ui.your_line", lang, line=line)
+        message += " — " + text(str(finding.params.get("line_label") or "ui.your_line"), lang, line=line)
     return message

@@ -13,6 +13,7 @@ it defines.  The worked examples are taken from the notebook file the kernel ser
 from __future__ import annotations
 
 import ast
+import codeop
 import contextlib
 import io
 import json
@@ -69,26 +70,82 @@ def not_run_yet(name: str, namespace: dict, cells: list | None) -> bool:
         c.get("cell_type") == "code" and defines(eo.source_text(c), name) for c in cells)
 
 
-def in_kernel_frame(finding: Finding | None, namespace: dict, cells: list | None) -> Finding | None:
-    """A name the kernel lacks because its cell has not run here says so, not 'define it'."""
+def python_source(source: str) -> str:
+    """A cell's code as IPython runs it (``%magic`` and ``!shell`` lines made Python)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        return source
+    return TransformerManager().transform_cell(source)
+
+
+def syntax_errors(cells: list) -> dict[int, dict]:
+    """The code cells (numbered from 1) that do not compile, each with the error record
+    IPython's traceback gives ``grader check``: its type and message, no line.  They
+    are compiled as IPython compiles a cell (``codeop``'s flags: an unclosed bracket at
+    the end is "incomplete input"), top-level ``await`` allowed."""
+    errors = {}
+    code = [c for c in cells if c.get("cell_type") == "code"]
+    flags = codeop.Compile().flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | ast.PyCF_ONLY_AST
+    for number, cell in enumerate(code, 1):
+        try:
+            compile(python_source(eo.source_text(cell)), RERUN_FILE, "exec", flags)
+        except SyntaxError as exc:
+            errors[number] = {"type": type(exc).__name__, "message": str(exc.msg), "line": ""}
+        except ValueError:  # a null byte: the kernel's own message will say
+            continue
+    return errors
+
+
+def undefined_name(finding: Finding | None) -> str | None:
+    """The name a 'not found' finding (or a cell's NameError) is about, or None."""
     if finding is None or finding.key not in ("common.missing", "common.cell_error"):
-        return finding
+        return None
     found = UNDEFINED.search(str(finding.params.get("message", "")))
-    if found and (finding.key == "common.missing" or finding.params.get("type") == "NameError") \
-            and not_run_yet(found.group(1), namespace, cells):
-        return Finding("common.not_run_yet", {"name": found.group(1)})
+    if not found or not (finding.key == "common.missing" or finding.params.get("type") == "NameError"):
+        return None
+    return found.group(1)
+
+
+def in_broken_cell(name: str, cells: list) -> Finding | None:
+    """``name`` is defined by a cell that does not compile: the finding naming that cell."""
+    code = [c for c in cells if c.get("cell_type") == "code"]
+    for number, error in syntax_errors(cells).items():
+        if defines(eo.source_text(code[number - 1]), name):
+            return named_cell(Finding("common.does_not_compile", {"name": name, **error, "line": "",
+                                                                  "cell": number}), code_cells(cells))
+    return None
+
+
+def with_broken_cells(verdicts: list[Verdict], cells: list) -> list[Verdict]:
+    """``grader check``'s verdicts, each item whose name is in a cell that does not
+    compile saying so (as ``check()`` does) rather than 'define it'."""
+    out = []
+    for v in verdicts:
+        name = undefined_name(v.finding) if v.item != NOTEBOOK_ITEM else None
+        finding = in_broken_cell(name, cells) if name else None
+        out.append(v if finding is None else Verdict(v.item, 0, v.max_points, v.status, finding))
+    return out
+
+
+def in_kernel_frame(finding: Finding | None, namespace: dict, cells: list | None) -> Finding | None:
+    """A name the kernel lacks because its cell has not run here says so, not 'define it';
+    one whose cell does not compile names that cell."""
+    name = undefined_name(finding)
+    if name is None:
+        return finding
+    broken = in_broken_cell(name, cells or [])
+    if broken is not None:
+        return broken
+    if not_run_yet(name, namespace, cells):
+        return Finding("common.not_run_yet", {"name": name})
     return finding
 
 
 def run_example(source: str, namespace: dict) -> tuple[str, dict[str, str] | None]:
     """What a worked example prints when run again (in a copy of ``namespace``), and
     the error it raised, as the worker records one."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        source = TransformerManager().transform_cell(source)
-    except ImportError:
-        pass
+    source = python_source(source)
     printed = io.StringIO()
     scope = dict(namespace)
     linecache.cache[RERUN_FILE] = (len(source), None, source.splitlines(True), RERUN_FILE)  # the line, quoted
@@ -178,6 +235,9 @@ def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
             return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT, named_cell(stuck, named))
         error = error or compared(printed, expected, cell + 1)
         records.append({"cell": cell, "passed": error is None, **({"error": error} if error else {})})
-    verdict = notebook_verdict(records + missing, named)
+    broken = syntax_errors(cells or [])  # the cell grader check's kernel would stop at
+    records = [r for r in records if r["cell"] + 1 not in broken] + [
+        {"cell": number - 1, "passed": False, "error": error} for number, error in broken.items()]
+    verdict = notebook_verdict(sorted(records, key=lambda r: r["cell"]) + missing, named, eo.example_lines(chapter_id))
     finding = in_kernel_frame(verdict.finding, namespace, cells)
     return verdict if finding is verdict.finding else Verdict(verdict.item, 0, 1, verdict.status, finding)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import disk_cache, expected_outputs
 from .cells import code_cells
+from .kernel_notebook import with_broken_cells
 from .probe_kernel import write_spec
 from .registry import Chapter, Finding, chapter
 from .result import Result
@@ -47,8 +48,9 @@ def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = 
                 raise Interrupted
             refs.join(POLL)
         facts, summary = collect(channel)
-    shown = code_cells(json.loads(sub.data.decode("utf-8"))["cells"])
-    result = Result(path, sub.chapter, sub.sha256, verdicts(ch, facts, summary, stopped, limits, shown), log=log)
+    cells = json.loads(sub.data.decode("utf-8"))["cells"]
+    found = with_broken_cells(verdicts(ch, facts, summary, stopped, limits, code_cells(cells)), cells)
+    result = Result(path, sub.chapter, sub.sha256, found, log=log)
     result.seconds = time.monotonic() - start
     return result
 

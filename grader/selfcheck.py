@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 
 from . import judge
-from .i18n import LANGUAGES, detect_lang, text
+from .i18n import detect_lang, language_code, text, unknown_language
 from .judge import PASS, TIMEOUT, Verdict
 from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_item
 from .probe_kernel import run_in_process
@@ -174,9 +174,10 @@ def usage(key: str, **params) -> None:
 def check(target, lang: str | None = None, namespace: dict | None = None, timeout: float = DEFAULT_TIMEOUT):
     """Run a chapter's checks (``check("01_linen")``) or one exercise's (``check(tied_io_embed)``),
     in ``lang`` (en, es, ko), each item's for at most ``timeout`` seconds."""
-    if lang is not None and lang not in LANGUAGES:
-        return usage("ui.unknown_lang", name=repr(lang), known=", ".join(LANGUAGES))
-    lang = lang or detect_lang()
+    if lang is not None and language_code(lang) is None:
+        key, params = unknown_language(lang)
+        return usage(key, **params)
+    lang = language_code(lang) or detect_lang()
     if os.environ.get("TIED_GRADING"):
         print(text("ui.graded_outside", lang))
         return None

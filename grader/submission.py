@@ -89,6 +89,8 @@ def parse(path: Path, data: bytes, expected_chapter: str | None = None) -> Submi
     try:
         nb = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
+        if path.suffix.lower() != ".ipynb":  # a .py file, say: not a damaged notebook
+            raise BadSubmission("bad.not_ipynb", path=name)
         # json_line, not line: "line" names a student's line of code
         raise BadSubmission("bad.json", path=name, json_line=getattr(exc, "lineno", "?"))
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):

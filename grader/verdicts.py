@@ -3,7 +3,7 @@ worker's summary and how the worker stopped.  Each item with a record is judged
 (``grader.judge``); the others, and the notebook itself, say what stopped them."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from . import expected_outputs, judge
@@ -16,9 +16,11 @@ NOTEBOOK_ITEM = "notebook"
 KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
 
 
-def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = ()) -> Verdict:
+def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
+                     provided: Collection[str] = ()) -> Verdict:
     """Did every cell run?  A stub left alone reads as 'not implemented'.  ``shown``
-    names the code cells as the student sees them (``cells.code_cells``)."""
+    names the code cells as the student sees them (``cells.code_cells``); a failing
+    line among ``provided`` (the worked examples' lines) is quoted as theirs."""
     failed = [c for c in cells if not c["passed"]]
     if not failed:
         return Verdict(NOTEBOOK_ITEM, 1, 1, PASS)
@@ -29,6 +31,8 @@ def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = ()) -
     finding = judge.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1)
     if finding.key != expected_outputs.ERRORS[2].key:  # a missing example names the exercise's cell
         finding = named(finding, list(shown))
+    if finding.params.get("line") in provided:
+        finding = replace(finding, params={**finding.params, "line_label": "ui.example_line"})
     return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, finding)
 
 
@@ -62,10 +66,10 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limi
         if stuck is not None:
             found[stuck] = replace(found[stuck], finding=Finding(
                 "common.timeout_in_check", {"seconds": seconds, "line": timeout["line"], "more_key": more}))
-        return [notebook_verdict(cells or [], shown)] + found  # a valid summary with a timeout has cells
+        return [notebook_verdict(cells or [], shown, expected_outputs.example_lines(ch.id))] + found
     if timeout is not None and timeout["where"] == "cell":
         finding = named(Finding("common.timeout_in_cell", {"seconds": seconds, "cell": timeout["cell"] + 1,
                                                            "line": timeout["line"], "more_key": more}), list(shown))
     if stopped or timeout is not None or cells is None:
         return [Verdict(NOTEBOOK_ITEM, 0, 1, status, finding)] + found
-    return [notebook_verdict(cells, shown)] + found
+    return [notebook_verdict(cells, shown, expected_outputs.example_lines(ch.id))] + found

@@ -13,6 +13,8 @@ One block per exercise below, in the notebook's order; each ends with its ``Item
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from .. import source_checks
@@ -451,8 +453,15 @@ def _draws(case: Case, value):
         return Finding("gpt_head.sample_not_id", {"got": repr(draws[np.argmax(bad)].item())})
     other = [t for t in types if t != "int"]
     if other:
-        return Finding("gpt_head.sample_not_int", {"type": other[0]})
+        return Finding("gpt_head.sample_not_int", {"type": type_name(other[0])})
     return draws.astype(int)
+
+
+def type_name(name: str) -> str:
+    """A draw's type as the student wrote it: NumPy's scalars (``argmax`` returns one)
+    with their module, ``np.int64``, so that it is not read as a Python int."""
+    numpy_scalars = {t.__name__ for t in np.sctypeDict.values()} - set(dir(builtins))
+    return f"np.{name}" if name in numpy_scalars else name
 
 
 def _fits(counts, probs) -> bool:
