@@ -11,11 +11,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # A line that is only an nbval marker comment: it tells the test runner how to compare the
 # cell's output, and says nothing to a reader.
-NBVAL_MARKER = re.compile(
-    r"^[ \t]*#+[ \t]*(NBVAL_(CHECK_OUTPUT|IGNORE_OUTPUT|RAISES_EXCEPTION|SKIP)"
-    r"|PYTEST_VALIDATE_IGNORE_OUTPUT)[ \t]*\n?", re.M)
-
-
 def exercise_code(chapter_id: str) -> str:
     """The code cells of an exercise notebook, as the student receives them."""
     nb = nbformat.read(ROOT / "exercises" / f"{chapter_id}.ipynb", as_version=4)
@@ -23,12 +18,13 @@ def exercise_code(chapter_id: str) -> str:
 
 
 def show_exercise(chapter_id: str):
-    """The exercise's stubs, without nbval's markers, as a Markdown code block: myst-nb
+    """The exercise's stubs (its worked examples are marked by a cell tag, not a comment),
+    as a Markdown code block: myst-nb
     renders it as the page's own code is rendered (highlighted by the theme, lines kept,
     a copy button), where an HTML ``Code`` output would be an output, wrapped."""
     from IPython.display import Markdown
 
-    code = NBVAL_MARKER.sub("", exercise_code(chapter_id)).strip("\n")
+    code = exercise_code(chapter_id).strip("\n")
     fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`{3,}", code))])
     return Markdown(f"{fence}python\n{code}\n{fence}")
 
