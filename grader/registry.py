@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Callable
 
+from .outcome import Finding  # what a chapter's judges return, declared with the outcomes
+
 # Who sees what of a case, with Gradescope's words: "visible" (a worked example, in the
 # notebook), "hidden" (its inputs never shown; a failure names its sizes and the mistake),
 # "after_due_date" (hidden, and on Gradescope even the mistake waits for the due date).
@@ -45,14 +47,6 @@ class Case:
         if visibility not in VISIBILITIES or (visibility == "visible") != self.public:
             raise ValueError(f"case {self.label}: visibility {visibility!r} with public={self.public}")
         object.__setattr__(self, "visibility", visibility)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What went wrong, as a message key of the catalogs and its parameters."""
-
-    key: str
-    params: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

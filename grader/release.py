@@ -20,8 +20,8 @@ import nbformat
 
 from .expected_outputs import MARKER, MARKER_TAG, dumps, expected_from, is_checked, marker, output_text, shown_outputs
 from .notebook_clean import clean, cleaned_text
+from .outcome import NOTEBOOK_ITEM
 from .registry import chapter
-from .verdicts import NOTEBOOK_ITEM
 
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION:?\s*(.*)$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")

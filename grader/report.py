@@ -7,8 +7,7 @@ import unicodedata
 from dataclasses import replace
 
 from .i18n import render, text
-from .judge import Verdict
-from .registry import Finding
+from .outcome import Finding, Verdict
 
 NARROWEST = 30  # columns of a message beside the table; with fewer, it goes below its row
 BELOW = 4  # the indent of a message below its row

@@ -1,13 +1,12 @@
 """``Result``: the verdicts of one notebook, as ``grader check``, ``grader grade`` and the
 in-notebook ``check()`` return them.  It prints as a table, and in Jupyter it shows
-itself as a panel of widgets (``grader.selfcheck.panel``)."""
+itself as a panel of widgets (``grader.panel``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .judge import PASS, Verdict
-from .registry import Finding
+from .outcome import PASS, Finding, Verdict
 
 
 @dataclass
@@ -41,6 +40,6 @@ class Result:
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
-        from .selfcheck import panel
+        from .panel import panel
 
         display(panel(self, self.lang))

@@ -49,7 +49,8 @@ def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = 
             refs.join(POLL)
         facts, summary = collect(channel)
     cells = json.loads(sub.data.decode("utf-8"))["cells"]
-    found = with_broken_cells(verdicts(ch, facts, summary, stopped, limits, code_cells(cells)), cells)
+    judged = verdicts(ch, facts, summary, stopped, disk_cache, limits.timeout, limits.memory, code_cells(cells))
+    found = with_broken_cells(judged, cells)
     result = Result(path, sub.chapter, sub.sha256, found, log=log)
     result.seconds = time.monotonic() - start
     return result

@@ -2,7 +2,7 @@
 
 It runs the very probes and judges that ``grader check`` uses, only in this
 process instead of a separate one, so the verdicts agree, and returns the same
-``Result``: in Jupyter it shows as an ipywidgets panel (``panel``), elsewhere it
+``Result``: in Jupyter it shows as an ipywidgets panel (``grader.panel``), elsewhere it
 prints as a table.  The ``notebook`` item is judged from what this kernel holds
 (``grader.kernel_notebook``).
 
@@ -22,42 +22,17 @@ import sys
 import threading
 from pathlib import Path
 
-from . import judge
+from . import disk_cache, judge
 from .i18n import detect_lang, language_code, text, unknown_language
-from .judge import PASS, TIMEOUT, Verdict
 from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_item
+from .outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
 from .probe_kernel import run_in_process
 from .registry import Chapter, Finding, chapter_of_item, chapters
-from .report import status_text, verdict_messages
 from .result import Result
-from .verdicts import NOTEBOOK_ITEM
 
-COLOURS = {PASS: "#1a7f37"}
-KEEP_ALL = "word-break:keep-all"  # Korean breaks between words, not inside them
-FAIL_COLOUR = "#cf222e"
 DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
 AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
 QUIET = 1.0  # seconds of silence before the check says what it is doing
-
-
-def panel(result: Result, lang: str):
-    from html import escape
-
-    import ipywidgets as w
-
-    rows = []
-    for v, message in zip(result.verdicts, verdict_messages(result.verdicts, lang)):
-        colour = COLOURS.get(v.status, FAIL_COLOUR)
-        mark = "✔" if v.status == PASS else "✘"
-        rows.append(w.HTML(
-            f"<div style='padding:2px 0'><b style='color:{colour}'>{mark} {escape(v.item)}</b> "
-            f"<span>{v.points}/{v.max_points} · {escape(status_text(v.status, lang))}</span>"
-            f"<div style='margin-left:1.4em;color:#444;{KEEP_ALL if lang == 'ko' else ''}'>"
-            f"{escape(message)}</div></div>"
-        ))
-    title = w.HTML(f"<b>{escape(text('ui.check_title', lang, chapter=result.chapter))}</b> — "
-                   f"{text('ui.total', lang)}: {result.points}/{result.max_points}")
-    return w.VBox([title, *rows], layout=w.Layout(border="1px solid #d0d7de", padding="6px"))
 
 
 class CheckTimedOut(BaseException):
@@ -150,7 +125,7 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
         if only is not None and only not in (item.name, item.target):
             continue
         record = facts.get(item.name, [])
-        verdict = timed_out(item, record, seconds, stuck) or judge.judge_item(ch, item, record)
+        verdict = timed_out(item, record, seconds, stuck) or judge.judge_item(ch, item, record, disk_cache)
         finding = in_kernel_frame(verdict.finding, namespace, cells)
         found.append(verdict if finding is verdict.finding else
                      Verdict(item.name, 0, item.points, verdict.status, finding))

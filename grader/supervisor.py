@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 
 from .cgroups import JobCgroups
-from .judge import OOM, TIMEOUT
+from .outcome import OOM, TIMEOUT
 from .process_tree import kill_tree, tree
 from .sandbox import Sandbox
 from .stopping import Interrupted, requested

@@ -3,7 +3,7 @@ solution with one region replaced, judged in this process on the items it touche
 Chapter 05's loops over a fixed handful are in ``test_loop_cost``."""
 import pytest
 
-from grader import judge
+from grader import disk_cache, judge
 from grader.probe_kernel import run_in_process
 from grader.registry import chapter
 from inprocess import run_cells
@@ -17,7 +17,7 @@ def verdicts(chapter_id: str, regions: dict, items: tuple[str, ...]) -> dict:
     found = {}
     for name in items:
         facts = run_in_process(ch, namespace, only=name)[name]
-        found[name] = judge.judge_item(ch, ch.item(name), facts)
+        found[name] = judge.judge_item(ch, ch.item(name), facts, disk_cache)
     return found
 
 
