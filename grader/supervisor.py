@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 
 from .cgroups import JobCgroups
+from .job import Job
 from .outcome import OOM, TIMEOUT
 from .process_tree import kill_tree, tree
 from .sandbox import Sandbox
@@ -127,7 +128,7 @@ class Channel:
         return bytes(self.received).decode("utf-8", errors="replace")
 
 
-def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
+def supervise(job: Job, limits: Limits) -> tuple[str, str, str]:
     """Run the worker; return how it stopped (``""`` when it finished, else TIMEOUT
     or OOM), the end of its log and what it sent through its channel.
 
@@ -140,20 +141,20 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1",
            **thread_env(limits.threads), **jax_cache_env(limits.jax_cache)}
     deadline = time.monotonic() + limits.timeout
-    box = Sandbox(Path(job["path"]).parent, env) if limits.sandbox else None
+    box = Sandbox(job.folder, env) if limits.sandbox else None
     groups = JobCgroups(limits.memory)
-    owner = hand_over(Path(job["path"]).parent, env, groups, limits.user) if limits.user else {}
+    owner = hand_over(job.folder, env, groups, limits.user) if limits.user else {}
     with tempfile.TemporaryFile() as log:  # out of the kernel's reach, unlike the job's folder
         with _LAUNCH:
             if requested():
                 raise Interrupted
             channel = Channel()
-            command = [sys.executable, "-m", "grader.worker", job["path"], str(channel.write_fd), repr(deadline)]
+            command = [sys.executable, "-m", "grader.worker", job.path, str(channel.write_fd), repr(deadline)]
             try:
                 proc = subprocess.Popen(
-                    groups.enter(box.argv(command, Path(job["notebook"]).parent) if box else command),
+                    groups.enter(box.argv(command, Path(job.notebook).parent) if box else command),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                    env=box.env if box else env, cwd=Path(job["notebook"]).parent, pass_fds=(channel.write_fd,),
+                    env=box.env if box else env, cwd=Path(job.notebook).parent, pass_fds=(channel.write_fd,),
                     **owner,
                 )
             except BaseException:
