@@ -154,7 +154,7 @@ def store(chapter_id: str, item_name: str, encoded: list) -> None:
 @cache
 def cases(chapter_id: str, item_name: str) -> tuple[Case, ...]:
     """An item's cases, built once per process (hidden ones depend on the secret in use)."""
-    return tuple(chapter(chapter_id).item(item_name).cases())
+    return tuple(chapter(chapter_id).item(item_name).drawn_cases())
 
 
 @cache

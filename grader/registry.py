@@ -104,12 +104,12 @@ class Item:
     symbol: str = ""  # the name looked up in the namespace; defaults to ``name``
     promises: tuple[Promise, ...] = ()  # every promise of the exercise's text, with its check
 
-    def __post_init__(self):
-        # A case of positional arguments, ``{"args": [...]}``, is a call of the item's own
-        # function: the item names it (``fn``) for the probe, so no case repeats it.
-        drawn = self.cases
-        named = lambda case: replace(case, args={"fn": self.target, **case.args}) if "args" in case.args else case
-        object.__setattr__(self, "cases", lambda: [named(case) for case in drawn()])
+    def drawn_cases(self) -> list[Case]:
+        """The cases ``cases`` draws, as the probe gets them: a case of positional arguments,
+        ``{"args": [...]}``, is a call of the item's own function, which the item names
+        (``fn``), so that no case repeats it."""
+        return [replace(case, args={"fn": self.target, **case.args}) if "args" in case.args else case
+                for case in self.cases()]
 
     @property
     def target(self) -> str:
@@ -133,14 +133,16 @@ class Chapter:
 
 @cache
 def chapters() -> dict[str, Chapter]:
-    """Every chapter module of ``grader.chapters`` (probe modules aside), by chapter id."""
+    """Every chapter module of ``grader.chapters``, by chapter id: those that declare a
+    ``CHAPTER`` (probe modules aside, the others hold what several chapters share)."""
     from . import chapters as package
 
     found = {}
     for info in pkgutil.iter_modules(package.__path__):
         if not info.name.endswith("_probe"):
-            ch = importlib.import_module(f"{package.__name__}.{info.name}").CHAPTER
-            found[ch.id] = ch
+            ch = getattr(importlib.import_module(f"{package.__name__}.{info.name}"), "CHAPTER", None)
+            if ch is not None:
+                found[ch.id] = ch
     return dict(sorted(found.items()))
 
 

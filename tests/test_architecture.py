@@ -91,3 +91,14 @@ def test_the_graph_sees_relative_absolute_and_function_level_imports():
 def test_no_import_circle_in_the_grader():
     found = cycle(graph())
     assert not found, "import circle: " + " -> ".join(found)
+
+
+def test_a_chapter_module_without_a_chapter_is_shared_by_chapters():
+    """``registry.chapters`` skips a module that declares no ``CHAPTER``: that is
+    right only for a module that chapter modules import."""
+    edges = graph()
+    declared = {name for name, path in modules().items() if name.startswith("grader.chapters.")
+                and not name.endswith("_probe") and "CHAPTER =" in path.read_text(encoding="utf-8")}
+    for name in modules():
+        if name.startswith("grader.chapters.") and not name.endswith("_probe") and name not in declared:
+            assert sum(name in edges[user] for user in declared) >= 2, f"{name}: no CHAPTER, shared by fewer than 2"

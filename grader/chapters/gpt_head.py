@@ -193,11 +193,14 @@ def _matrix(rng, v, d, std=None):
     return rng.normal(0.0, d ** -0.25 if std is None else std, (v, d))
 
 
-def _tokens(rng, t, v) -> np.ndarray:
-    """Random ids with at least one repeat (t > 1) and, when t < v, absent ids."""
+def tokens_with_repeat(rng, t, v) -> np.ndarray:
+    """Random ids whose last repeats the first (when t > 1), and, when t < v, with absent
+    ids: every hidden case built with it has a repeated id, on which
+    ``gpt_head.overwritten_rows`` shows; a symptom that needs ids all distinct needs
+    cases of its own."""
     ids = rng.integers(0, v, t)
     if t > 1:
-        ids[-1] = ids[0]
+        ids[-1] = ids[0]  # the repeat, made on purpose
     return ids.astype(np.int64)
 
 
@@ -209,7 +212,7 @@ def forward_cases() -> list[Case]:
     rng = hidden_rng("04_gpt_head/tied_head_forward")
     for t, v, d in ((1, 7, 5), (9, 16, 16), (12, 50, 8), (5, 3, 8), MINI_GPT, (64, 64, 64)):
         std = INIT_STD if v == 50 else None
-        args = [_tokens(rng, t, v), _matrix(rng, v, d, std)]
+        args = [tokens_with_repeat(rng, t, v), _matrix(rng, v, d, std)]
         found.append(Case("case.hidden", {"args": args}, shown={"shape": f"T={t}, V={v}, d={d}"}))
     return found
 
@@ -288,7 +291,7 @@ def grad_cases() -> list[Case]:
         np.asarray(GRAD_PUBLIC["tokens"]), np.asarray(GRAD_PUBLIC["targets"]), e]}, True, {"shape": "T=3, V=5, d=3"})]
     rng = hidden_rng("04_gpt_head/tied_embedding_grad")
     for t, v, d in ((1, 6, 4), (10, 12, 12), (20, 9, 5), (6, 40, 8), (7, 3, 8), MINI_GPT):
-        args = [_tokens(rng, t, v), rng.integers(0, v, t).astype(np.int64), _matrix(rng, v, d)]
+        args = [tokens_with_repeat(rng, t, v), rng.integers(0, v, t).astype(np.int64), _matrix(rng, v, d)]
         found.append(Case("case.hidden", {"args": args}, shown={"shape": f"T={t}, V={v}, d={d}"}))
     return found
 

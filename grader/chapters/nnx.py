@@ -14,7 +14,7 @@ import numpy as np
 from ..cases import extremes, hidden_rng
 from ..judge import close, matches_reference
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
-from .linen import (
+from .tied_matrix import (
     GRAD_SHAPES,
     GRAD_TOL,
     PUBLIC,
