@@ -40,7 +40,6 @@ from .grading_requirements import requirements
 from .i18n import render, text
 from .registry import Finding
 
-GRADESCOPE_VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
 CANVAS_FIXED = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
 

@@ -26,11 +26,6 @@ def status_text(status: str, lang: str) -> str:
     return text(f"ui.{status}", lang)
 
 
-def case_label(v: Verdict, lang: str) -> str:
-    """The failing case as the student reads it: its kind and its sizes, never its inputs."""
-    return text(v.case, lang, **v.shown) if v.case else ""
-
-
 def finding_message(finding: Finding, case: str, shown: dict, lang: str) -> str:
     """A finding's message in ``lang``, with the case it failed on (its kind and sizes)."""
     message = " ".join(render(finding, lang).splitlines())  # a library's message may run over lines
