@@ -131,19 +131,32 @@ class Chapter:
         raise KeyError(name)
 
 
+def is_probe(module: str) -> bool:
+    """Is ``module`` (a dotted name or a file's stem) a chapter's kernel side, a probe module?"""
+    last = module.rpartition(".")[2]
+    return last == "probe" or last.endswith("_probe")
+
+
 @cache
-def chapters() -> dict[str, Chapter]:
-    """Every chapter module of ``grader.chapters``, by chapter id: those that declare a
-    ``CHAPTER`` (probe modules aside, the others hold what several chapters share)."""
+def chapter_modules() -> dict[str, str]:
+    """The module that declares each chapter, by chapter id: every module under
+    ``grader.chapters`` with a ``CHAPTER`` (probe modules aside; the others hold what
+    several chapters share)."""
     from . import chapters as package
 
     found = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        if not info.name.endswith("_probe"):
-            ch = getattr(importlib.import_module(f"{package.__name__}.{info.name}"), "CHAPTER", None)
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        if not info.ispkg and not is_probe(info.name):
+            ch = getattr(importlib.import_module(info.name), "CHAPTER", None)
             if ch is not None:
-                found[ch.id] = ch
+                found[ch.id] = info.name
     return dict(sorted(found.items()))
+
+
+@cache
+def chapters() -> dict[str, Chapter]:
+    """Every chapter, by chapter id (``chapter_modules``)."""
+    return {chapter_id: importlib.import_module(module).CHAPTER for chapter_id, module in chapter_modules().items()}
 
 
 def chapter(chapter_id: str) -> Chapter:
