@@ -58,7 +58,9 @@ def folder() -> Path | None:
 # What a reference value depends on, in this package: editing the CLI, the reports, the
 # platforms' formats or the book's helpers (``tied_book``, outside the grader) keeps the
 # stored references.
-GRADING_CODE = ("chapters/**/*.py", "cases.py", "registry.py", "probe_runtime.py", "judge.py", "disk_cache.py")
+GRADING_CODE = (
+    "chapters/**/*.py", "cases.py", "registry.py", "probe_runtime.py", "judge.py", "disk_cache.py",
+)
 
 
 def grading_code(package: Path = Path(__file__).parent) -> list[Path]:

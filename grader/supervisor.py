@@ -31,6 +31,7 @@ from .process_tree import kill_tree, tree
 from .sandbox import Sandbox
 from .stopping import Interrupted, requested
 
+WORKER = "grader.worker"  # the module the worker runs (python -m)
 DEFAULT_TIMEOUT = 120.0  # seconds per notebook
 DEFAULT_MEMORY = 4 * 2**30  # bytes for the whole process tree
 GRACE = 5.0  # seconds between the deadline, when the worker interrupts its kernel, and the kill
@@ -149,7 +150,7 @@ def supervise(job: Job, limits: Limits) -> tuple[str, str, str]:
             if requested():
                 raise Interrupted
             channel = Channel()
-            command = [sys.executable, "-m", "grader.worker", job.path, str(channel.write_fd), repr(deadline)]
+            command = [sys.executable, "-m", WORKER, job.path, str(channel.write_fd), repr(deadline)]
             try:
                 proc = subprocess.Popen(
                     groups.enter(box.argv(command, Path(job.notebook).parent) if box else command),

@@ -1,6 +1,7 @@
 """One submission in one process: nbval runs the notebook, then the probes run in
-the same kernel.  Started by ``grader.supervisor`` as ``python -m grader.worker JOB
-CHANNEL DEADLINE``, in its own process group so that a timeout can stop all of it.
+the same kernel.  Started by ``grader.supervisor`` as
+``python -m grader.worker JOB CHANNEL DEADLINE``, in its own process group so that a
+timeout can stop all of it.
 
 The job file (``grader.job``) names the notebook copy, the probe spec and the items.  CHANNEL is the
 write end of a pipe that only this process holds: it is closed on exec, so the kernel
