@@ -7,7 +7,6 @@ import pytest
 
 from conftest import chapters
 from grader.disk_cache import cases
-from grader.registry import chapter
 from inprocess import run_cells
 from notebooks import solution
 
@@ -55,10 +54,3 @@ def test_nnx_public_cases_are_the_notebook_examples(namespaces):
 
     drawn = ns["TiedEmbed"](4, 3, rngs=nnx.Rngs(0)).embedding[...]
     np.testing.assert_array_equal(public("02_nnx", "TiedEmbed.__call__")["embedding"], np.asarray(drawn))
-
-
-@pytest.mark.parametrize("chapter_id", FLAX)
-def test_every_item_lists_its_promises(chapter_id):
-    for item in chapter(chapter_id).items:
-        assert item.promises, item.name
-        assert all(p.says and p.check for p in item.promises)

@@ -139,7 +139,7 @@ return embedding[:, token_ids].T @ embedding
     # A mixer created in setup but never called has no parameters: both items name it.
     Pitfall("01_linen", "shared_mixer_skipped", {"SharedEmbedLM.__call__": "return self.embed.attend(self.embed(token_ids))\n"},
             {"SharedEmbedLM.params": "linen.shared_no_mixer", "SharedEmbedLM.__call__": "linen.shared_mixer_skipped",
-             "tied_io_embed": "pass"}),
+             "SharedEmbedLM.gradient": "linen.shared_grad_after_forward", "tied_io_embed": "pass"}),
     Pitfall("01_linen", "shared_param_name", shared(
         EMBED.replace("self.embed ", "self.embedding ") + MIXER,
         "return self.embedding.attend(self.mixer(self.embedding(token_ids)))\n"),
@@ -162,4 +162,11 @@ return self.embed.attend(self.mixer(jax.lax.stop_gradient(self.embed(token_ids))
 embedding = self.param("embedding", {LINEN_INIT}, jnp.bfloat16)
 return embedding[token_ids] @ embedding.T
 '''}, {"TiedIO.params": "common.wrong_dtype", "tied_io_embed": "common.wrong_dtype"}),
+    # A column short: the shape is named before any symptom is looked for.
+    Pitfall("01_linen", "logits_one_column_short", module("return (embedding[token_ids] @ embedding.T)[:, 1:]\n"),
+            {"TiedIO.__call__": "common.wrong_shape"}),
+    # Right logits, and no gradient reaches the table by either path.
+    Pitfall("01_linen", "shared_stop_gradient", {"SharedEmbedLM.__call__":
+            "return jax.lax.stop_gradient(self.embed.attend(self.mixer(self.embed(token_ids))))\n"},
+            {"SharedEmbedLM.__call__": "pass", "SharedEmbedLM.gradient": "linen.shared_grad_blocked"}),
 ]

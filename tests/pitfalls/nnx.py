@@ -181,4 +181,23 @@ ids, matrix = jnp.asarray(token_ids, jnp.int32), jnp.asarray(embedding)
 loss = lambda lookup, project: mean_cross_entropy(lookup[ids] @ project.T, targets)
 return jax.grad(loss, argnums=(0, 1))(matrix, matrix)
 '''}, {"tied_grad_paths": "nnx.grad_not_stacked", "TiedEmbed.gradient": "pass", "tied_io_embed": "pass"}),
+    # The matrix drawn (D, V) and read transposed: the logits are right, the parameter is not.
+    Pitfall("02_nnx", "matrix_stored_transposed", {"TiedEmbed.__init__": '''
+draw = jax.random.normal(rngs.params(), (d_model, vocab_size))
+self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
+''', "TiedEmbed.__call__": '''
+matrix = self.embedding[...].T
+return matrix[token_ids] @ matrix.T
+'''}, {"TiedEmbed.params": "common.wrong_param_shape"}),
+    Pitfall("02_nnx", "logits_one_column_short", {"TiedEmbed.__call__": '''
+matrix = self.embedding[...]
+return (matrix[token_ids] @ matrix.T)[:, 1:]
+'''}, {"TiedEmbed.__call__": "common.wrong_shape"}),
+    # No parameter at all: the matrix is drawn again at every call.
+    Pitfall("02_nnx", "no_matrix_kept", {"TiedEmbed.__init__": '''
+self.shape = (vocab_size, d_model)
+''', "TiedEmbed.__call__": '''
+matrix = jax.random.normal(jax.random.key(0), self.shape) / jnp.sqrt(self.shape[1])
+return matrix[token_ids] @ matrix.T
+'''}, {"TiedEmbed.params": "nnx.no_param", "TiedEmbed.__call__": "nnx.no_matrix"}),
 ]

@@ -1,0 +1,167 @@
+"""What every graded item must have, whatever its chapter.
+
+An item is declared once, in its chapter module: its promises name the finding keys
+their checks give (``Promise.keys``), and the stub's hint is the solution marker's
+(``grader release`` writes it into the English catalog).  These tests hold that
+declaration to the rest of the tree: each promised key is in the three catalogs and is
+the diagnosis of at least one pitfall of ``tests/pitfalls/``, and each finding a
+chapter's judges can give is promised.  The chapter-specific tests are in
+``tests/chapters/``.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import types
+
+import nbformat
+import pytest
+
+from conftest import chapters
+from grader.i18n import LANGUAGES, catalog
+from grader.registry import ErrorPattern, Symptom, chapter
+from grader.release import hints
+from notebooks import ROOT, solution
+from pitfalls import PITFALLS
+
+ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]
+
+
+def is_finding(key: str) -> bool:
+    """A catalog message that a judge gives as its finding: a sentence, not a case label,
+    a stub's hint, or a phrase that fills another message (``mlm.dimension_heads``)."""
+    head, _, tail = key.partition(".")
+    text = catalog("en").get(key, "")
+    sentence = text.rstrip().endswith((".", "!", "?", ")")) or "{" in text
+    return bool(text) and sentence and head not in ("case", "ui", "bad") and not tail.startswith(("hint_", "case_"))
+
+
+@functools.cache
+def shared_judge_keys() -> frozenset[str]:
+    """The findings that ``grader/judge.py`` gives any item (a wrong shape, a value that is
+    no array, a forged record): not a promise of one exercise."""
+    tree = ast.parse((ROOT / "grader" / "judge.py").read_text(encoding="utf-8"))
+    return frozenset(node.value for node in ast.walk(tree)
+                     if isinstance(node, ast.Constant) and isinstance(node.value, str) and is_finding(node.value))
+
+
+def code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= code_names(const)
+    return names
+
+
+def finding_keys(obj, found: set[str], seen: dict) -> set[str]:
+    """Every finding key that ``obj`` (a judge, a symptom, an error pattern, or what they
+    hold) can give: the string constants of the chapter's functions it reaches, through
+    their code, the module globals they name, their closures and defaults, and the closures
+    of the shared helpers that wrap them (``matches_reference``)."""
+    if id(obj) in seen:
+        return found
+    seen[id(obj)] = obj  # kept alive: a freed temporary would lend its id to the next one
+    if isinstance(obj, str):
+        found |= {obj} if is_finding(obj) else set()
+    elif isinstance(obj, tuple | list | set | frozenset):
+        for part in obj:
+            finding_keys(part, found, seen)
+    elif isinstance(obj, dict):
+        finding_keys(tuple(obj.values()), found, seen)
+    elif isinstance(obj, Symptom | ErrorPattern):
+        found.add(obj.key)
+        finding_keys(getattr(obj, "test", None), found, seen)
+    elif isinstance(obj, functools.partial):
+        finding_keys((obj.func, obj.args, obj.keywords), found, seen)
+    elif inspect.isfunction(obj):
+        if obj.__module__.startswith("grader.chapters"):
+            finding_keys(obj.__code__.co_consts, found, seen)
+            finding_keys([obj.__globals__[n] for n in code_names(obj.__code__) if n in obj.__globals__], found, seen)
+            finding_keys(obj.__defaults__ or (), found, seen)
+        finding_keys([cell.cell_contents for cell in obj.__closure__ or ()], found, seen)
+    elif isinstance(obj, types.CodeType):
+        finding_keys(obj.co_consts, found, seen)
+    return found
+
+
+def judged_keys(chapter_id: str) -> set[str]:
+    """What the chapter's judges and error patterns can give, the shared findings aside."""
+    ch = chapter(chapter_id)
+    reached = finding_keys(tuple((item.judge, item.errors) for item in ch.items) + (ch.errors,), set(), {})
+    return reached - shared_judge_keys()
+
+
+def promised_keys(chapter_id: str) -> dict[str, list[str]]:
+    """Each key the chapter's promises name, with the items that promise it."""
+    found: dict[str, list[str]] = {}
+    for item in chapter(chapter_id).items:
+        for promise in item.promises:
+            for key in promise.keys:
+                found.setdefault(key, []).append(item.name)
+    return found
+
+
+def pitfall_keys(chapter_id: str) -> set[str]:
+    """Every key some pitfall of the chapter expects the grader to name."""
+    found = set()
+    for pitfall in PITFALLS:
+        if pitfall.chapter == chapter_id:
+            for expected in pitfall.expect.values():
+                found |= {expected} if isinstance(expected, str) else set(expected)
+    return found
+
+
+@pytest.mark.parametrize("ch_id,name", ITEMS)
+def test_every_item_states_its_promises(ch_id, name):
+    promises = chapter(ch_id).item(name).promises
+    assert promises and all(p.says and p.check for p in promises), name
+    assert any(p.keys for p in promises), f"{name}: no promise names the findings of its check"
+
+
+def test_the_scan_reaches_every_kind_of_judge():
+    """Symptoms held by ``matches_reference``, keys passed in a dict (``judge_logits``),
+    error patterns, and findings written in a judge's own code are all found."""
+    assert {"gpt_head.grad_sign", "linen.wrong_rows", "pytorch.refused_matching", "pytorch.not_tied",
+            "mlm.eps_outside", "frameworks.torch_alias"} <= set().union(*map(judged_keys, chapters()))
+
+
+@pytest.mark.parametrize("ch_id", chapters())
+def test_every_finding_a_judge_can_give_is_promised(ch_id):
+    missing = judged_keys(ch_id) - set(promised_keys(ch_id))
+    assert not missing, f"{ch_id}: findings no promise names (add them to a Promise's keys): {sorted(missing)}"
+
+
+@pytest.mark.parametrize("ch_id", chapters())
+def test_every_promised_key_is_in_the_three_catalogs(ch_id):
+    for lang in LANGUAGES:
+        missing = set(promised_keys(ch_id)) - set(catalog(lang))
+        assert not missing, f"{ch_id}: promised keys missing from the {lang} catalog: {sorted(missing)}"
+
+
+# Promised findings no wrong solution of tests/pitfalls/ reaches yet, each still to be
+# written (issue 26).  The list may only shrink: a key that gets its pitfall must leave it.
+NO_PITFALL_YET = {
+    "02_nnx": {"nnx.no_embedding", "nnx.deprecated_api"},
+    "03_pytorch": {"pytorch.untied_by_to", "pytorch.logits_grad", "pytorch.grad_one_path"},
+    "05_mlm": {"mlm.cost_grows"},
+    "07_three_frameworks": {"frameworks.nnx_paths", "frameworks.nnx_unfilled", "common.wrong_param_shape"},
+}
+
+
+@pytest.mark.parametrize("ch_id", chapters())
+def test_every_promised_key_is_the_diagnosis_of_a_pitfall(ch_id):
+    promised, waiting = promised_keys(ch_id), NO_PITFALL_YET.get(ch_id, set())
+    missing = {key: promised[key] for key in set(promised) - pitfall_keys(ch_id) - waiting}
+    assert not missing, f"{ch_id}: promised keys no pitfall of tests/pitfalls/ expects: {missing}"
+    assert not waiting & pitfall_keys(ch_id), f"{ch_id}: has its pitfall now, drop it from NO_PITFALL_YET"
+    assert waiting <= set(promised), f"{ch_id}: no longer promised, drop it from NO_PITFALL_YET"
+
+
+@pytest.mark.parametrize("ch_id", chapters())
+def test_every_stub_hint_is_in_spanish_and_korean(ch_id):
+    """``grader release`` writes the English hint from the solution's marker; the two
+    translations are written by hand, under the key it names."""
+    for key in hints(nbformat.read(solution(ch_id), as_version=4)):
+        for lang in ("es", "ko"):
+            assert key in catalog(lang), f"{key}: no {lang} translation in grader/messages/{lang}/"
