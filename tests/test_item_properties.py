@@ -16,12 +16,17 @@ import inspect
 import types
 
 import nbformat
+import numpy as np
 import pytest
 
 from conftest import chapters
+from grader import judge
 from grader.i18n import LANGUAGES, catalog
+from grader.probe_runtime import decode, encode
 from grader.registry import ErrorPattern, Symptom, chapter
 from grader.release import hints
+from grader.report import verdict_message
+from inprocess import solution_facts
 from notebooks import ROOT, solution
 from pitfalls import PITFALLS
 
@@ -165,3 +170,66 @@ def test_every_stub_hint_is_in_spanish_and_korean(ch_id):
     for key in hints(nbformat.read(solution(ch_id), as_version=4)):
         for lang in ("es", "ko"):
             assert key in catalog(lang), f"{key}: no {lang} translation in grader/messages/{lang}/"
+
+
+# What the student's code may hand back where a number was asked, each as a change of
+# one numeric part of a right record (a logit table, a parameter, a gradient, a loss).
+ODD = {
+    "NaN": lambda a: np.full(np.shape(a), np.nan, np.float32),
+    "wrong shape": lambda a: np.zeros((2, 3, 5), np.float32),
+    "0-d": lambda a: np.float32(2.5),
+    "complex": lambda a: np.asarray(a).astype(np.complex64),
+    "int": lambda a: np.asarray(a).astype(np.int64),
+    "None": lambda a: None,
+    "huge": lambda a: np.full(np.shape(a), 1e38, np.float32),
+}
+# Records that hold no number for a student's code to get wrong (only warnings' texts).
+NO_NUMBERS = {"TiedEmbed.warnings"}
+
+
+def numeric_parts(value, path=()):
+    """The paths to every number or numeric array in a decoded record."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fiu" or isinstance(value, float):
+        yield path
+    elif isinstance(value, dict):
+        for key, part in value.items():
+            yield from numeric_parts(part, (*path, key))
+    elif isinstance(value, list | tuple):
+        for index, part in enumerate(value):
+            yield from numeric_parts(part, (*path, index))
+
+
+def replaced(value, path, new):
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {**value, head: replaced(value[head], rest, new)}
+    return [replaced(part, rest, new) if index == head else part for index, part in enumerate(value)]
+
+
+def part_at(value, path):
+    for step in path:
+        value = value[step]
+    return value
+
+
+@pytest.mark.parametrize("ch_id,name", ITEMS)
+def test_odd_values_reach_every_judge_and_get_a_message(ch_id, name):
+    """Each numeric part of the solution's record for the worked example, made odd, gets a
+    verdict from the item's own judge, in every language: never "could not be judged"
+    (the judge raised), whatever the probe's record wraps it in."""
+    ch = chapter(ch_id)
+    item = ch.item(name)
+    good = solution_facts(ch_id)[name]
+    value = decode(good[0]["value"])
+    paths = list(numeric_parts(value))
+    assert bool(paths) != (name in NO_NUMBERS), f"{name}: numeric parts {paths}"
+    for path in paths:
+        for kind, make in ODD.items():
+            odd = {"value": encode(replaced(value, path, make(part_at(value, path))))}
+            verdict = judge.judge_item(ch, item, [odd] + good[1:])
+            assert verdict.finding is None or verdict.finding.key != "common.not_judged", \
+                (path, kind, verdict.finding.params)
+            for lang in LANGUAGES:
+                assert verdict.status == judge.PASS or verdict_message(verdict, lang)

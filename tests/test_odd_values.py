@@ -6,9 +6,7 @@ NaN), one record per item or several.  Hypothesis feeds each item's judge such v
 whatever they are, the item gets a verdict that renders in every language, and it is not
 a pass.
 """
-import functools
 
-import nbformat
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,12 +16,10 @@ from hypothesis.extra import numpy as hnp
 from conftest import chapters
 from grader import disk_cache, judge
 from grader.i18n import LANGUAGES
-from grader.probe_kernel import run_in_process
 from grader.probe_runtime import encode
 from grader.registry import chapter
 from grader.report import verdict_message
-from inprocess import run_cells
-from notebooks import solution
+from inprocess import solution_facts
 
 ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]
 # Items whose fact is what the student's function returned, as it returned it; the
@@ -82,12 +78,6 @@ def test_any_value_gets_a_verdict(ch_id, name, value):
     assert verdict.status in (judge.PASS, judge.FAIL)
     for lang in LANGUAGES:
         verdict_message(verdict, lang)
-
-
-@functools.cache
-def solution_facts(ch_id) -> dict:
-    """The facts the solution's probes record, in this process."""
-    return run_in_process(chapter(ch_id), run_cells(nbformat.read(solution(ch_id), as_version=4))[0])
 
 
 @pytest.mark.parametrize("ch_id,name", ITEMS)

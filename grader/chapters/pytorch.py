@@ -355,7 +355,7 @@ def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
     if not facts["ln_f_calls"]:
         return Finding("pytorch.ln_f_unused")
     h, embedding = _f64(facts["h"]), _f64(facts["embed"])
-    if h.shape != (*ids.shape, embedding.shape[1]):
+    if embedding.ndim != 2 or h.shape != (*ids.shape, embedding.shape[1]):
         return Finding("pytorch.logits_not_tied")
     bias = _f64(facts["bias"])  # a head bias is TinyLM.tied's to judge: here, lm_head is what it is
     ref = h @ embedding.T + (bias if bias.shape == (v,) else 0.0)
@@ -405,7 +405,10 @@ def lookup_path(facts: dict, shape) -> np.ndarray | None:
     found = np.zeros(shape, np.float64)
     calls = [c for c in facts.get("lookups") or () if c.get("grad") is not None]
     for call in calls:
-        ids, grad = np.asarray(call["ids"], np.int64).ravel(), _f64(call["grad"])
+        ids, grad = as_numbers(call["ids"]), _f64(call["grad"])
+        if ids is None:  # no ids recorded: no lookup to add up
+            return None
+        ids = ids.astype(np.int64).ravel()
         if grad.shape[-1:] != shape[-1:] or grad.size != ids.size * shape[-1] or np.any((ids < 0) | (ids >= shape[0])):
             return None
         np.add.at(found, ids, grad.reshape(-1, shape[-1]))
