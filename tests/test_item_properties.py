@@ -11,8 +11,11 @@ chapter's judges can give is promised.  The chapter-specific tests are in
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
+import io
+import sys
 import types
 
 import nbformat
@@ -20,7 +23,8 @@ import numpy as np
 import pytest
 
 from conftest import chapters
-from grader import judge
+from grader import disk_cache, judge
+from grader.expected_outputs import is_checked
 from grader.i18n import LANGUAGES, catalog
 from grader.probe_runtime import decode, encode
 from grader.registry import ErrorPattern, Symptom, chapter
@@ -233,3 +237,103 @@ def test_odd_values_reach_every_judge_and_get_a_message(ch_id, name):
                 (path, kind, verdict.finding.params)
             for lang in LANGUAGES:
                 assert verdict.status == judge.PASS or verdict_message(verdict, lang)
+
+
+def worked_example_calls(ch_id: str) -> dict[str, list[inspect.BoundArguments]]:
+    """Every call that a worked-example cell of the solution makes itself (not through
+    another function) to a function of the notebook, by name, its arguments bound."""
+    from inprocess import _shell, patched_env
+
+    shell, calls = _shell(), {}
+    shell.reset(new_session=False)
+
+    def recorded(name, function):
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            if sys._getframe(1).f_code.co_name == "<module>":  # the cell's own line
+                calls.setdefault(name, []).append(inspect.signature(function).bind(*args, **kwargs))
+            return function(*args, **kwargs)
+        return call
+
+    with patched_env(TIED_GRADING="1"), contextlib.redirect_stdout(io.StringIO()):
+        for cell in nbformat.read(solution(ch_id), as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            defined = {name: value for name, value in shell.user_ns.items()
+                       if inspect.isfunction(value) and not name.startswith("_")}
+            if is_checked(cell):
+                shell.user_ns.update({name: recorded(name, f) for name, f in defined.items()})
+            assert shell.run_cell(cell.source, store_history=False, silent=True).success
+            shell.user_ns.update(defined)
+    return calls
+
+
+def same(a, b) -> bool:
+    try:
+        return type(a) is type(b) or np.asarray(a).shape == np.asarray(b).shape and np.array_equal(a, b)
+    except (TypeError, ValueError):
+        return False
+
+
+def numeric(value) -> bool:
+    try:
+        return np.asarray(value).dtype.kind in "fiub"
+    except (TypeError, ValueError, RuntimeError):
+        return False
+
+
+def passed_as_values(case_args: dict, bound: inspect.BoundArguments) -> bool:
+    """Whether the probe calls the function with the case's values as they are (not a
+    module it builds from them, as tie_weights or linen_to_torch get)."""
+    if "args" in case_args:
+        return True
+    shared = set(case_args) & set(bound.signature.parameters)
+    return bool(shared) and all(numeric(bound.arguments.get(k, case_args[k])) for k in shared)
+
+
+def equal_arguments(case_args: dict, bound: inspect.BoundArguments) -> bool:
+    """The case passes what the call passed: its positional ``args``, or the keyword
+    arguments the function takes (a probe's own settings, such as a seed, aside)."""
+    if "args" in case_args:
+        given = list(case_args["args"])
+        return len(given) == len(bound.args) and all(
+            same(a, b) and np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(given, bound.args))
+    shared = set(case_args) & set(bound.arguments)
+    return bool(shared) and all(np.array_equal(np.asarray(case_args[k]), np.asarray(bound.arguments[k]))
+                                and np.asarray(case_args[k]).shape == np.asarray(bound.arguments[k]).shape
+                                for k in shared)
+
+
+# Functions whose worked example cannot be replayed, with the reason; the test checks they
+# still differ, so an entry leaves this list when its notebook is fixed.
+NOT_REPLAYED = {
+    ("03_pytorch", "tied_logits"): "the notebook draws h and E with an unseeded torch.randn",
+}
+
+
+@pytest.mark.parametrize("ch_id", chapters())
+def test_public_cases_are_the_calls_of_the_worked_examples(ch_id):
+    """A graded function's public cases are exactly what the solution's worked examples
+    pass it: a case copied by hand that drifts from the notebook, or an example call that
+    no public case checks, fails here.  (Classes and probe-built cases, such as a module's
+    drawn matrix, are held by the chapter's own tests in tests/chapters/.)"""
+    calls = worked_example_calls(ch_id)
+    checked = 0
+    for name, made in calls.items():
+        items = [item for item in chapter(ch_id).items if item.target == name]
+        publics = [case.args for item in items for case in disk_cache.cases(ch_id, item.name) if case.public]
+        if not items or not any(map(passed_as_values, publics, [made[0]] * len(publics))):
+            continue
+        if (ch_id, name) in NOT_REPLAYED:
+            assert not all(any(map(equal_arguments, [c] * len(made), made)) for c in publics), \
+                f"{name}: its public cases are the worked example's now: drop it from NOT_REPLAYED"
+            checked += 1
+            continue
+        for case_args in publics:
+            assert any(equal_arguments(case_args, bound) for bound in made), \
+                f"{name}: a public case that no worked example passes: {sorted(case_args)}"
+        for bound in made:
+            assert any(equal_arguments(case_args, bound) for case_args in publics), \
+                f"{name}: the worked example's call {bound} is no public case"
+        checked += 1
+    assert calls and (checked or ch_id == "07_three_frameworks"), f"{ch_id}: no worked example call was compared"
