@@ -5,8 +5,9 @@ their checks give (``Promise.keys``), and the stub's hint is the solution marker
 (``grader release`` writes it into the English catalog).  These tests hold that
 declaration to the rest of the tree: each promised key is in the three catalogs and is
 the diagnosis of at least one pitfall of ``tests/pitfalls/``, and each finding a
-chapter's judges can give is promised.  The chapter-specific tests are in
-``tests/chapters/``.
+chapter's judges can give is promised; the public cases are the worked examples' calls;
+odd values reach every judge.  What is particular to one chapter is tested in
+``tests/test_chNN_<chapter>.py``.
 """
 from __future__ import annotations
 
@@ -316,7 +317,7 @@ def test_public_cases_are_the_calls_of_the_worked_examples(ch_id):
     """A graded function's public cases are exactly what the solution's worked examples
     pass it: a case copied by hand that drifts from the notebook, or an example call that
     no public case checks, fails here.  (Classes and probe-built cases, such as a module's
-    drawn matrix, are held by the chapter's own tests in tests/chapters/.)"""
+    drawn matrix, are held by the chapter's own tests/test_chNN_<chapter>.py.)"""
     calls = worked_example_calls(ch_id)
     checked = 0
     for name, made in calls.items():

@@ -49,6 +49,14 @@ def logits_reference(case: Case) -> np.ndarray:
     return reference_logits(a["embedding"], a["kernel"], a["bias"], a["token_ids"])
 
 
+def worked_example() -> dict:
+    """The notebook's checkpoint and ids, drawn as its worked example draws them."""
+    rng = np.random.default_rng(0)
+    return dict(embedding=rng.normal(0.0, 0.7, (6, 4)).astype(np.float32),
+                kernel=rng.normal(0.0, 0.5, (4, 4)).astype(np.float32),
+                bias=rng.normal(0.0, 0.1, 4).astype(np.float32), token_ids=[0, 2, 5])
+
+
 # Labels of the torch_to_nnx cases, by (worked example?, lm_head.weight in the state_dict?)
 ALIAS_LABELS = {(True, True): "frameworks.case_worked_alias", (False, True): "frameworks.case_hidden_alias",
                 (False, False): "frameworks.case_hidden_no_alias"}
@@ -60,7 +68,8 @@ def _cases(item: str, shapes=SHAPES, alias=None) -> list[Case]:
     rng = hidden_rng(f"{CHAPTER_ID}/{item}")
     found = []
     for n, (v, d, t) in enumerate(shapes):
-        args = dict(weights(rng, v, d), token_ids=token_ids(rng, t, v))
+        drawn = dict(weights(rng, v, d), token_ids=token_ids(rng, t, v))  # drawn even when unused: the
+        args = worked_example() if n == 0 else drawn                       # hidden cases stay the same
         label = "case.worked_example" if n == 0 else "case.hidden"
         if alias is not None:
             args["alias"] = alias[n]

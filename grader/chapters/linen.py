@@ -299,13 +299,24 @@ def forward_cases(item: str, drawn) -> list[Case]:
     return found
 
 
-TIEDIO_CALL = Item(
-    name="TiedIO.__call__", symbol="TiedIO", points=2, probe="tiedio_forward",
-    promises=(
-        Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedio_forward passes int32 ids"),
+def ids_promises(probe: str) -> tuple[Promise, ...]:
+    """What a tied module's ``__call__`` is promised as input, here and in chapter 02."""
+    return (
+        Promise("__call__(token_ids) takes int ids of shape (T,)", f"probe {probe} passes int32 ids"),
         Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
                 "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; "
                 "every case with two or more ids holds id V-1 first and id 0 last"),
+    )
+
+
+def forward_reference(case: Case) -> np.ndarray:
+    return tied_logits(case.args["embedding"], case.args["token_ids"])
+
+
+TIEDIO_CALL = Item(
+    name="TiedIO.__call__", symbol="TiedIO", points=2, probe="tiedio_forward",
+    promises=(
+        *ids_promises("tiedio_forward"),
         Promise("returns logits of shape (T, V)", "compare_arrays: common.wrong_shape; linen.product_transposed "
                 "for embedding @ x.T; linen.no_lookup for (V, V)",
                 keys=("common.wrong_shape", "linen.product_transposed", "linen.no_lookup")),
@@ -320,7 +331,7 @@ TIEDIO_CALL = Item(
         Promise("values", "matches E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader"),
     ),
     cases=partial(forward_cases, "01_linen/TiedIO.__call__", reference_embedding),
-    reference=lambda case: tied_logits(case.args["embedding"], case.args["token_ids"]),
+    reference=forward_reference,
     judge=judge_logits(KEYS, lambda case: case.args["embedding"], flat=False),
 )
 

@@ -22,9 +22,11 @@ from .linen import (
     embed_cases,
     embed_sizes,
     forward_cases,
+    forward_reference,
     gradient_paths,
     gradient_reference,
     ids_of,
+    ids_promises,
     init_std_finding,
     judge_gradient,
     judge_logits,
@@ -160,10 +162,7 @@ def judge_forward(case: Case, value: dict, ref) -> Finding | None:
 TIEDEMBED_CALL = Item(
     name="TiedEmbed.__call__", symbol="TiedEmbed", points=2, probe="tiedembed_forward",
     promises=(
-        Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedembed_forward passes int32 ids"),
-        Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
-                "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; every "
-                "case with two or more ids holds id V-1 first and id 0 last"),
+        *ids_promises("tiedembed_forward"),
         Promise("returns logits of shape (T, V)", "common.wrong_shape; nnx.product_transposed; nnx.no_lookup",
                 keys=("common.wrong_shape", "nnx.product_transposed", "nnx.no_lookup")),
         Promise("look the ids up in the matrix", "nnx.wrong_rows (an off-by-one or reordered lookup)",
@@ -175,7 +174,7 @@ TIEDEMBED_CALL = Item(
                 "self.embedding (or the module's only (V, D) Param: the forward pass is judged on its own)"),
     ),
     cases=partial(forward_cases, "02_nnx/TiedEmbed.__call__", reference_embedding),
-    reference=lambda case: tied_logits(case.args["embedding"], case.args["token_ids"]),
+    reference=forward_reference,
     judge=judge_forward,
 )
 
