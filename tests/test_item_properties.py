@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from conftest import chapters
-from grader import disk_cache, judge
+from grader import disk_cache, judge, registry
 from grader.expected_outputs import is_checked
 from grader.i18n import LANGUAGES, catalog
 from grader.probe_runtime import decode, encode
@@ -133,7 +133,7 @@ def test_the_scan_reaches_every_kind_of_judge():
     """Symptoms held by ``matches_reference``, keys passed in a dict (``judge_logits``),
     error patterns, and findings written in a judge's own code are all found."""
     assert {"gpt_head.grad_sign", "linen.wrong_rows", "pytorch.refused_matching", "pytorch.not_tied",
-            "mlm.eps_outside", "frameworks.torch_alias"} <= set().union(*map(judged_keys, chapters()))
+            "mlm.eps_outside", "frameworks.torch_alias"} <= set().union(*map(judged_keys, registry.chapters()))
 
 
 @pytest.mark.parametrize("ch_id", chapters())
