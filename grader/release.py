@@ -12,7 +12,7 @@ solution's ids (nbformat 4.5: JupyterLab opens the file unmodified), and the
 solution's saved widget state stays behind.
 
 The marker's hint is the only place it is written: release also writes it into the
-English catalog as ``<chapter>.hint_<owner>`` (``hint_key``), the owner being the
+English catalog as ``<chapter>.hint_<owner>`` (``marker_key``), the owner being the
 function or method the marker sits in, so the grader can give the stub's hint in Spanish
 and Korean (``tests/test_item_properties.py`` requires those two entries).
 """
@@ -98,7 +98,7 @@ def catalog_prefix(chapter_id: str) -> str:
     return chapter(chapter_id).probe_module.rsplit(".", 1)[-1].removesuffix("_probe")
 
 
-def hint_key(chapter_id: str, owner_name: str) -> str:
+def marker_key(chapter_id: str, owner_name: str) -> str:
     """The catalog key of the hint of the stub in ``owner_name``: ``TiedIO.__call__`` of
     01_linen is ``linen.hint_tiedio_call`` (lower case, dunders dropped)."""
     words = (part.strip("_").lower() for part in owner_name.split("."))
@@ -115,7 +115,7 @@ def hints(nb: nbformat.NotebookNode) -> dict[str, str]:
         for line in cell.source.splitlines(keepends=True):
             begin = BEGIN.match(line.rstrip("\n"))
             if begin and begin.group(2).strip():
-                key = hint_key(chapter_id, owner(cell.source, offset, begin.group(1)))
+                key = marker_key(chapter_id, owner(cell.source, offset, begin.group(1)))
                 if key in found:
                     raise MarkerError(f"{chapter_id}: two hints for {key}; one stub per function")
                 found[key] = begin.group(2).strip()
