@@ -200,4 +200,10 @@ self.shape = (vocab_size, d_model)
 matrix = jax.random.normal(jax.random.key(0), self.shape) / jnp.sqrt(self.shape[1])
 return matrix[token_ids] @ matrix.T
 '''}, {"TiedEmbed.params": "nnx.no_param", "TiedEmbed.__call__": "nnx.no_matrix"}),
+    # The matrix stored under another name, read as self.embedding: every item that calls it names that.
+    Pitfall("02_nnx", "matrix_stored_as_weight", {"TiedEmbed.__init__": '''
+draw = jax.random.normal(rngs.params(), (vocab_size, d_model))
+self.weight = nnx.Param(draw / jnp.sqrt(d_model))
+'''}, {"TiedEmbed.params": "nnx.param_name", "TiedEmbed.__call__": "nnx.no_embedding",
+        "tied_io_embed": "nnx.no_embedding"}),
 ]
