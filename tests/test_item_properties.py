@@ -154,7 +154,6 @@ def test_every_promised_key_is_in_the_three_catalogs(ch_id):
 NO_PITFALL_YET = {
     "02_nnx": {"nnx.deprecated_api"},
     "03_pytorch": {"pytorch.untied_by_to", "pytorch.grad_one_path"},
-    "05_mlm": {"mlm.cost_grows"},
 }
 
 
