@@ -152,7 +152,6 @@ def test_every_promised_key_is_in_the_three_catalogs(ch_id):
 # Promised findings no wrong solution of tests/pitfalls/ reaches yet, each still to be
 # written (issue 26).  The list may only shrink: a key that gets its pitfall must leave it.
 NO_PITFALL_YET = {
-    "02_nnx": {"nnx.deprecated_api"},
     "03_pytorch": {"pytorch.untied_by_to", "pytorch.grad_one_path"},
 }
 
