@@ -202,6 +202,16 @@ def judge_gradient(keys: dict):
     return judge
 
 
+def unblocked_promise(says: str, keys: dict, numpy_key: str, *more: tuple[str, str]) -> Promise:
+    """The promise that nothing stops a gradient: ``judge_gradient(keys)`` names the path
+    that is missing, ``numpy_key`` a NumPy round trip under the gradient (with the student's
+    line); ``more`` adds (what, key) pairs of the chapter's own."""
+    blocked = (keys["grad_lookup_blocked"], keys["grad_head_blocked"], keys["grad_blocked"])
+    check = " / ".join(blocked) + f" name the missing path; {numpy_key} a NumPy conversion, with the student's line"
+    return Promise(says, check + "".join(f"; {key} {what}" for what, key in more),
+                   keys=(*blocked, numpy_key, *(key for _, key in more)))
+
+
 KEYS = dict(
     transposed="linen.product_transposed", missing_transpose="linen.missing_transpose",
     no_lookup="linen.no_lookup", wrong_rows="linen.wrong_rows", scaled="linen.scaled",
@@ -364,11 +374,8 @@ TIEDIO_GRADIENT = Item(
                 "probe tiedio_gradient takes jax.grad of the mean cross-entropy through TiedIO.apply and sends the "
                 "raw gradient; judge_gradient compares it with gradient_paths (both paths, float64) within "
                 "rtol=1e-4, atol=1e-6", keys=("linen.grad_after_forward",)),
-        Promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)",
-                "linen.grad_lookup_blocked / linen.grad_head_blocked / linen.grad_blocked name the missing path; "
-                "a NumPy conversion under jax.grad is linen.grad_numpy, with the student's line",
-                keys=("linen.grad_lookup_blocked", "linen.grad_head_blocked", "linen.grad_blocked",
-                      "linen.grad_numpy")),
+        unblocked_promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)", KEYS,
+                          "linen.grad_numpy"),
         Promise("the worked example: ids [0, 2, 2], targets [2, 2, 3] on the module's own (4, 3) matrix prints True",
                 "public case: the same matrix (TiedIO(4, 3) at PRNGKey(0)), ids and targets"),
         Promise("1 to 64 ids, with V up to 512 and D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); "
@@ -601,11 +608,8 @@ SHARED_GRADIENT = Item(
                 "respect to the table (the grader's kernel and bias fixed) and sends it raw; judge_gradient "
                 "compares it with gradient_paths (both paths through the mixer, float64)",
                 keys=("linen.shared_grad_after_forward",)),
-        Promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)",
-                "linen.shared_grad_head_blocked / linen.shared_grad_lookup_blocked / linen.shared_grad_blocked "
-                "name the missing path; linen.grad_numpy with the student's line",
-                keys=("linen.shared_grad_head_blocked", "linen.shared_grad_lookup_blocked", "linen.shared_grad_blocked",
-                      "linen.grad_numpy")),
+        unblocked_promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)", SHARED_KEYS,
+                          "linen.grad_numpy"),
     ),
     cases=shared_gradient_cases, reference=shared_gradient_reference, judge=judge_gradient(SHARED_KEYS),
     errors=(ErrorPattern("linen.grad_numpy", r"TracerArrayConversionError"),),

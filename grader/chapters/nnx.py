@@ -34,6 +34,7 @@ from .linen import (
     shape_shown,
     structure_cases,
     tied_logits,
+    unblocked_promise,
 )
 
 KEYS = dict(
@@ -242,12 +243,8 @@ TIEDEMBED_GRADIENT = Item(
                 "probe tiedembed_gradient takes nnx.grad of the mean cross-entropy through the student's module and "
                 "sends the raw gradient of the matrix; judge_gradient compares with gradient_paths (float64) within "
                 "rtol=1e-4, atol=1e-6", keys=("nnx.grad_after_forward",)),
-        Promise("nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)",
-                "nnx.grad_lookup_blocked / nnx.grad_head_blocked / nnx.grad_blocked name the missing path; "
-                "nnx.grad_numpy, with the student's line; nnx.grad_not_a_param when nnx.grad gives the matrix "
-                "nothing",
-                keys=("nnx.grad_lookup_blocked", "nnx.grad_head_blocked", "nnx.grad_blocked", "nnx.grad_numpy",
-                      "nnx.grad_not_a_param")),
+        unblocked_promise("nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)", KEYS, "nnx.grad_numpy",
+                          ("when nnx.grad gives the matrix nothing", "nnx.grad_not_a_param")),
         Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
                 "public case: the same matrix, ids and targets"),
         Promise("1 to 64 ids, V up to 512, D up to 256",
