@@ -215,9 +215,11 @@ class ProbeHook:
         with self.lock:
             while not self.finished.is_set() and (now := time.monotonic()) < self.deadline:
                 if now < self.step_ends:
-                    self.wake.wait(min(self.deadline, self.step_ends) - now)
+                    left = min(self.deadline, self.step_ends) - now
+                    self.wake.wait(None if left == math.inf else left)  # no time limit: until woken
                     continue
                 self.step_ends, self.cut = math.inf, self.probing or self.running
+                self.wake.notify_all()
                 if self.kernel is not None:
                     interrupt(self.kernel)
             if self.finished.is_set():

@@ -8,7 +8,9 @@ loaded machine does not turn a slow cell into a timeout; the other tests judge a
 worker's summary, no kernel started."""
 from __future__ import annotations
 
+import io
 import json
+import threading
 import time
 
 import pytest
@@ -22,6 +24,7 @@ from grader.result import Result
 from grader.runner import grade, valid_summary
 from grader.supervisor import Limits
 from grader.verdicts import verdicts
+from grader.worker import ProbeHook
 from notebooks import ROOT, with_cells, write
 
 NUMPY_CHAPTER = "04_gpt_head"
@@ -133,3 +136,29 @@ def test_the_shapes_the_worker_writes_are_accepted():
     assert valid_summary({"cells": [{"cell": 0, "passed": False, "timed_out": True}], "probes": "done",
                           "stuck": {"sample_next": ""},
                           "timeout": {"where": "checks", "item": "sample_next", "line": ""}})
+
+
+# ---------------------------------------------------------------- the worker's watch, no kernel
+
+def test_the_watch_cuts_a_step_at_its_end_and_stops_when_the_notebook_ends():
+    hook = ProbeHook("spec.json", "grader.chapters.gpt_head_probe", [], io.BytesIO(), step=0.05)
+    watch = threading.Thread(target=hook.watch_deadline, daemon=True)
+    watch.start()
+    with hook.lock:
+        hook.begin(3)  # a cell that never answers (no kernel here: nothing to interrupt)
+        assert hook.wake.wait_for(lambda: hook.cut == 3, timeout=10)
+    assert hook.end() == 3 and hook.end() is None  # the cut is reported once, with its cell
+    hook.finish()
+    watch.join(10)
+    assert not watch.is_alive() and hook.timeout is None  # no deadline: nothing else was stopped
+
+
+def test_without_any_limit_the_watch_waits_until_the_notebook_ends():
+    hook = ProbeHook("spec.json", "grader.chapters.gpt_head_probe", [], io.BytesIO())
+    watch = threading.Thread(target=hook.watch_deadline, daemon=True)
+    watch.start()
+    with hook.lock:
+        hook.begin(0)
+    hook.finish()
+    watch.join(10)
+    assert not watch.is_alive() and hook.cut is None
