@@ -129,7 +129,8 @@ def valid_summary(summary) -> bool:
         for c in cells
     ):
         return False
-    if not _strings(summary.get("stuck", {}), summary.get("stuck", {})):
+    stuck = summary.get("stuck", {})
+    if not isinstance(stuck, dict) or not all(isinstance(line, str) for line in stuck.values()):
         return False
     timeout = summary.get("timeout")
     return timeout is None or (_strings(timeout, ("where", "line")) and timeout["where"] in ("start", "checks", "cell")
