@@ -25,7 +25,7 @@ ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]
 # Items whose fact is what the student's function returned, as it returned it; the
 # other probes build their facts themselves (parameter trees, flags, summaries), so an
 # odd value there is a forged record, and "could not be judged" is its right verdict.
-RETURNED = [(c, item.name) for c in chapters() for item in chapter(c).items if item.probe == "call"]
+RETURNED = [(c, item.name) for c in chapters() for item in chapter(c).items if item.probe in ("call", "call_alone")]
 
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)
 DTYPES = st.sampled_from([np.float32, np.float64, np.int64, np.bool_, np.complex64, np.float16])

@@ -15,8 +15,8 @@ import numpy as np
 from ..cases import float_args, hidden_rng, sample_std, self_logits_negative
 from ..judge import as_numbers, close, compare_arrays
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
+from .linen_probe import INIT_STD, reference_tiedio
 
-INIT_STD = 0.02
 # The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
 MAX_TOKENS, MAX_VOCAB, MAX_D = 64, 512, 256
 # Shapes (T, V, D) of the hidden cases: a single token, a square matrix (where a
@@ -267,30 +267,12 @@ TIEDIO_PARAMS = Item(
 # ---------------------------------------------------------------- TiedIO.__call__(token_ids) -> logits (T, V)
 
 @cache
-def _reference_module():
-    import flax.linen as nn
-
-    class TiedIO(nn.Module):
-        vocab_size: int
-        d_model: int
-
-        @nn.compact
-        def __call__(self, token_ids):
-            embedding = self.param(
-                "embedding", nn.initializers.normal(stddev=INIT_STD), (self.vocab_size, self.d_model)
-            )
-            return embedding[token_ids] @ embedding.T
-
-    return TiedIO
-
-
-@cache
 def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
     """The float32 matrix that ``TiedIO(V, D).init(PRNGKey(seed), ...)`` draws."""
     import jax
     import jax.numpy as jnp
 
-    module = _reference_module()(vocab_size=vocab_size, d_model=d_model)
+    module = reference_tiedio()(vocab_size=vocab_size, d_model=d_model)
     variables = module.init(jax.random.PRNGKey(seed), jnp.zeros((1,), jnp.int32))
     return np.asarray(variables["params"]["embedding"])
 
@@ -421,7 +403,7 @@ def judge_embed(case: Case, value, ref) -> Finding | None:
 
 
 TIED_IO_EMBED = Item(
-    name="tied_io_embed", points=3, probe="call",
+    name="tied_io_embed", points=3, probe="call_alone",
     promises=(
         Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
                 "every case sends floats, the ids a float32 array; called positionally as the signature has no "
@@ -429,7 +411,8 @@ TIED_IO_EMBED = Item(
         Promise("cast V and D to int", "FLOAT_SIZES: linen.float_sizes", keys=("linen.float_sizes",)),
         Promise("and the ids to jnp.int32", "FLOAT_IDS: linen.float_ids", keys=("linen.float_ids",)),
         Promise("initialise TiedIO with jax.random.PRNGKey(int(seed))", "values equal the reference's draw for each "
-                "hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed",
+                "hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed; "
+                "probe call_alone runs it with the reference TiedIO, so TiedIO's mistakes stay TiedIO's",
                 keys=("linen.ignores_seed", "linen.float_seed")),
         Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; "
                 "common.untied when a token's logit with itself is negative; linen.scaled",

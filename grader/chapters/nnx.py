@@ -36,6 +36,7 @@ from .linen import (
     tied_logits,
     unblocked_promise,
 )
+from .nnx_probe import reference_tiedembed
 
 KEYS = dict(
     transposed="nnx.product_transposed", missing_transpose="nnx.missing_transpose",
@@ -47,29 +48,11 @@ PROBED = ("kind", "params", "path", "logits")  # what the forward and gradient p
 
 
 @cache
-def _reference_module():
-    import jax
-    import jax.numpy as jnp
-    from flax import nnx
-
-    class TiedEmbed(nnx.Module):
-        def __init__(self, vocab_size, d_model, rngs):
-            draw = jax.random.normal(rngs.params(), (vocab_size, d_model))
-            self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
-
-        def __call__(self, token_ids):
-            matrix = self.embedding[...]
-            return matrix[token_ids] @ matrix.T
-
-    return TiedEmbed
-
-
-@cache
 def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
     """The float32 matrix that ``TiedEmbed(V, D, rngs=nnx.Rngs(seed))`` draws."""
     from flax import nnx
 
-    model = _reference_module()(vocab_size, d_model, rngs=nnx.Rngs(seed))
+    model = reference_tiedembed()(vocab_size, d_model, rngs=nnx.Rngs(seed))
     return np.asarray(model.embedding[...])
 
 
@@ -315,14 +298,15 @@ def judge_embed(case: Case, value, ref) -> Finding | None:
 
 
 TIED_IO_EMBED = Item(
-    name="tied_io_embed", points=2, probe="call",
+    name="tied_io_embed", points=2, probe="call_alone",
     promises=(
         Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
                 "every case sends floats, the ids a float32 array; called positionally (no defaults)"),
         Promise("cast V and D to int", "FLOAT_SIZES: nnx.float_sizes", keys=("nnx.float_sizes",)),
         Promise("and the ids to jnp.int32", "FLOAT_IDS: nnx.float_ids", keys=("nnx.float_ids",)),
         Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden seed "
-                "(all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: nnx.float_seed",
+                "(all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: nnx.float_seed; "
+                "probe call_alone runs it with the reference TiedEmbed, so TiedEmbed's mistakes stay TiedEmbed's",
                 keys=("nnx.ignores_seed", "nnx.init_scale", "nnx.float_seed")),
         Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied",
                 keys=("common.untied",)),
