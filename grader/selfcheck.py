@@ -26,6 +26,7 @@ from . import disk_cache, judge
 from .i18n import detect_lang, language_code, text, unknown_language
 from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_item
 from .outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
+from .panel import in_kernel
 from .probe_kernel import run_in_process
 from .registry import Chapter, Finding, chapter_of_item, chapters
 from .result import Result
@@ -66,14 +67,10 @@ def time_limit(seconds: float, stuck: dict, name: str):
 def kernel_display(message: str):
     """Show ``message`` in the notebook as an output that can be blanked later (its
     handle), or None outside a Jupyter kernel."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:
+    if not in_kernel():
         return None
-    shell = get_ipython()
-    if shell is None or not hasattr(shell, "kernel"):
-        return None
+    from IPython.display import display
+
     return display({"text/plain": message}, raw=True, display_id=True)
 
 

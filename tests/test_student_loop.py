@@ -160,7 +160,9 @@ def test_a_timeout_in_the_terminal_names_the_cell_and_how_to_give_more_time():
     summary = {"cells": [{"cell": 0, "passed": True}], "probes": "not_run",
                "timeout": {"where": "cell", "cell": 2, "line": "while True:"}}
     shown = [(2, "import jax"), (4, "class TiedIO(nn.Module):"), (5, "while True:")]
-    found = verdicts(ch, {}, summary, TIMEOUT, disk_cache, 30, Limits().memory, shown)
+    limits = Limits(timeout=30)
+    found = verdicts(ch, {}, summary, TIMEOUT, disk_cache, shown, timeout_s=limits.timeout,
+                     step_s=limits.step_seconds, memory_bytes=limits.memory)
     result = Result(ROOT / "x.ipynb", ch.id, verdicts=found)
     for lang in LANGUAGES:
         message = as_dict(result, lang)["items"][0]["message"]

@@ -12,9 +12,8 @@ import numpy as np
 
 from ..cases import float_args, hidden_rng, sample_std, self_logits_negative
 from ..judge import as_numbers, close, compare_arrays
-from ..registry import Case, Finding
+from ..registry import Case, Finding, Promise
 
-INIT_STD = 0.02
 # The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
 MAX_TOKENS, MAX_VOCAB, MAX_D = 64, 512, 256
 # Shapes (T, V, D) of the hidden cases: a single token, a square matrix (where a
@@ -200,6 +199,16 @@ def judge_gradient(keys: dict):
     return judge
 
 
+def unblocked_promise(says: str, keys: dict, numpy_key: str, *more: tuple[str, str]) -> Promise:
+    """The promise that nothing stops a gradient: ``judge_gradient(keys)`` names the path
+    that is missing, ``numpy_key`` a NumPy round trip under the gradient (with the student's
+    line); ``more`` adds (what, key) pairs of the chapter's own."""
+    blocked = (keys["grad_lookup_blocked"], keys["grad_head_blocked"], keys["grad_blocked"])
+    check = " / ".join(blocked) + f" name the missing path; {numpy_key} a NumPy conversion, with the student's line"
+    return Promise(says, check + "".join(f"; {key} {what}" for what, key in more),
+                   keys=(*blocked, numpy_key, *(key for _, key in more)))
+
+
 # ---------------------------------------------------------------- the cases of the exercises both chapters have
 
 def structure_cases() -> list[Case]:
@@ -222,6 +231,20 @@ def forward_cases(item: str, drawn) -> list[Case]:
         args = dict(vocab_size=v, d_model=d, token_ids=edge_ids(rng, t, v), embedding=random_matrix(rng, v, d))
         found.append(Case("case.hidden", args, shown=shape_shown(T=t, V=v, D=d)))
     return found
+
+
+def ids_promises(probe: str) -> tuple[Promise, ...]:
+    """What a tied module's ``__call__`` is promised as input, here and in chapter 02."""
+    return (
+        Promise("__call__(token_ids) takes int ids of shape (T,)", f"probe {probe} passes int32 ids"),
+        Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
+                "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; "
+                "every case with two or more ids holds id V-1 first and id 0 last"),
+    )
+
+
+def forward_reference(case: Case) -> np.ndarray:
+    return tied_logits(case.args["embedding"], case.args["token_ids"])
 
 def embed_sizes(case: Case) -> tuple[int, int, int]:
     seed, _, v, d = case.args["args"]
