@@ -169,4 +169,8 @@ return embedding[token_ids] @ embedding.T
     Pitfall("01_linen", "shared_stop_gradient", {"SharedEmbedLM.__call__":
             "return jax.lax.stop_gradient(self.embed.attend(self.mixer(self.embed(token_ids))))\n"},
             {"SharedEmbedLM.__call__": "pass", "SharedEmbedLM.gradient": "linen.shared_grad_blocked"}),
+    # tied_io_embed scoring with a head of its own: a token's logit with itself turns negative.
+    Pitfall("01_linen", "embed_own_head", embed('table = variables["params"]["embedding"]\n'
+                                               'return (table[ids] @ (-jnp.abs(table) * table).T).reshape(-1)'),
+            {"tied_io_embed": "common.untied", "TiedIO.__call__": "pass"}),
 ]

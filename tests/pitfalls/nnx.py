@@ -211,4 +211,16 @@ self.weight = nnx.Param(draw / jnp.sqrt(d_model))
 matrix = self.embedding.raw_value
 return matrix[token_ids] @ matrix.T
 '''}, {"TiedEmbed.__call__": "pass", "TiedEmbed.warnings": "nnx.deprecated_api"}),
+    # tied_io_embed drawing the table itself, undivided by sqrt(D): the logits are D times too large.
+    Pitfall("02_nnx", "embed_own_draw", {"tied_io_embed": '''
+ids = jnp.asarray(token_ids, jnp.int32)
+table = jax.random.normal(nnx.Rngs(int(seed)).params(), (int(vocab_size), int(d_model)))
+return (table[ids] @ table.T).reshape(-1)
+'''}, {"tied_io_embed": "nnx.init_scale", "TiedEmbed.__call__": "pass"}),
+    # tied_io_embed scoring with a head of its own: a token's logit with itself turns negative.
+    Pitfall("02_nnx", "embed_own_head", {"tied_io_embed": '''
+ids = jnp.asarray(token_ids, jnp.int32)
+table = TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(int(seed))).embedding[...]
+return (table[ids] @ (-jnp.abs(table) * table).T).reshape(-1)
+'''}, {"tied_io_embed": "common.untied", "TiedEmbed.__call__": "pass"}),
 ]
