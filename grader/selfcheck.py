@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 from . import judge
+from .disk_cache import compiled_programs_in_process
 from .i18n import detect_lang, language_code, text, unknown_language
 from .judge import PASS, TIMEOUT, Verdict
 from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_item
@@ -194,7 +195,7 @@ def check(target, lang: str | None = None, namespace: dict | None = None, timeou
         caller = frame.f_back if frame is not None else None
         namespace = caller.f_globals if caller is not None else {}
     try:
-        with saying_what_it_does(text("ui.checking", lang, chapter=ch.id)):
+        with saying_what_it_does(text("ui.checking", lang, chapter=ch.id)), compiled_programs_in_process():
             verdicts = judged(ch, namespace, only, float(timeout))
     except KeyboardInterrupt:
         return usage("ui.stopped", lang=lang)
