@@ -140,8 +140,13 @@ def compiled_programs_in_process():
     ``TIED_CACHE_DIR`` is empty; afterwards the notebook's settings are back as they were.
     """
     jax = sys.modules.get("jax")
-    own = jax is None or jax.config.jax_compilation_cache_dir or "JAX_COMPILATION_CACHE_DIR" in os.environ
-    part = None if own else _part("jax")
+    leave_alone = jax is None or jax.config.jax_compilation_cache_dir or "JAX_COMPILATION_CACHE_DIR" in os.environ
+    part = None if leave_alone else _part("jax")
+    try:
+        if part is not None:
+            part.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a home folder the notebook cannot write: compile as before
+        part = None
     if part is None:
         yield
         return

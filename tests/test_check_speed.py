@@ -82,3 +82,14 @@ def test_a_cache_the_notebook_set_up_is_left_alone(no_cache_of_its_own, tmp_path
     check("02_nnx", "en", namespace)
     assert jax.config.jax_compilation_cache_dir == own
     assert not (tmp_path / "jax").exists()  # the grader's folder for compiled programs was never made
+
+
+@pytest.mark.skipif("02_nnx" not in chapters(), reason="chapter 02 not selected")
+def test_a_cache_folder_that_cannot_be_made_changes_nothing(no_cache_of_its_own, monkeypatch, tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("TIED_CACHE_DIR", str(blocked))
+    namespace, _ = run_cells(nbformat.read(solution("02_nnx"), as_version=4))
+    result = check("02_nnx", "en", namespace)
+    assert result.points == result.max_points
+    assert jax.config.jax_compilation_cache_dir is None
