@@ -54,13 +54,16 @@ ALIAS_LABELS = {(True, True): "frameworks.case_worked_alias", (False, True): "fr
                 (False, False): "frameworks.case_hidden_no_alias"}
 
 
-def _cases(item: str, shapes=SHAPES, alias=None) -> list[Case]:
-    """One case per shape; ``alias`` says, per case, whether the state_dict keeps lm_head.weight.
+def _cases(item: str, shapes=SHAPES, alias=None, gradient=False) -> list[Case]:
+    """One case per shape; ``alias`` says, per case, whether the state_dict keeps lm_head.weight;
+    ``gradient``: each case has a cotangent C (T, V) for the tie's gradient.
     The last, the largest, is "after_due_date": on Gradescope what fails there waits."""
     rng = hidden_rng(f"{CHAPTER_ID}/{item}")
     found = []
     for n, (v, d, t) in enumerate(shapes):
         args = dict(weights(rng, v, d), token_ids=token_ids(rng, t, v))
+        if gradient:
+            args["cotangent"] = rng.normal(0.0, 1.0, (t, v)).astype(np.float32)
         label = "case.worked_example" if n == 0 else "case.hidden"
         if alias is not None:
             args["alias"] = alias[n]
@@ -157,10 +160,57 @@ def _logits_finding(case: Case, facts: dict, ref) -> Finding | None:
     return finding
 
 
+# The tie's gradient.  E is used twice, by the lookup and by the projection, so its
+# gradient is the sum of the two paths.  The structure probes send, raw, the gradient
+# that sum(logits * C) leaves in the converted model's embedding (C a fixed random
+# cotangent); both paths are computed here, exactly, in float64, from the values the
+# model holds (whether they are the checkpoint's is the value items' to judge, so that
+# one mistake costs once).
+GRAD_RTOL, GRAD_ATOL = 1e-4, 1e-4  # of the largest |entry| of the reference gradient
+
+
+def tie_paths(case: Case, E, W, b) -> tuple[np.ndarray, np.ndarray]:
+    """The lookup's path and the projection's, of sum(logits * C) into E, for a model
+    holding E (V, d), the mixer's W (in, out) and b."""
+    E, W, b = (np.asarray(a, np.float64) for a in (E, W, b))
+    C, ids = np.asarray(case.args["cotangent"], np.float64), np.asarray(case.args["token_ids"], int)
+    x = E[ids]
+    t = np.tanh(x @ W + b)
+    g = C @ E  # d/dh of h @ E.T, with h = x + tanh(x @ W + b)
+    lookup = np.zeros_like(E)
+    np.add.at(lookup, ids, g + (g * (1.0 - t * t)) @ W.T)
+    return lookup, C.T @ (x + t)
+
+
+def tie_gradient_finding(case: Case, facts: dict, held: tuple) -> Finding | None:
+    """The embedding's gradient against the sum of its two paths, for the values the
+    model holds (``held``: E, W (in, out), b); the path that is missing, when one is.
+    A model whose forward pass fails is left to the value items."""
+    if facts.get("forward_failed"):
+        return None
+    if facts.get("grad_error"):
+        kind, _, message = str(facts["grad_error"]).partition(": ")
+        return Finding("common.exception", {"type": kind, "message": message})
+    if facts.get("grad") is None:
+        return Finding("frameworks.tie_no_gradient")
+    try:
+        lookup, projection = tie_paths(case, *held)
+    except (ValueError, IndexError):  # held values the class's computation cannot use: the value items judge them
+        return None
+    atol = GRAD_ATOL * max(1.0, float(np.max(np.abs(lookup + projection))))
+    if close(facts["grad"], lookup + projection, GRAD_RTOL, atol):
+        return None
+    if close(facts["grad"], lookup, GRAD_RTOL, atol):
+        return Finding("frameworks.tie_projection_missing")
+    if close(facts["grad"], projection, GRAD_RTOL, atol):
+        return Finding("frameworks.tie_lookup_missing")
+    return Finding("frameworks.tie_gradient_wrong")
+
+
 # ---------------------------------------------------------------- linen_to_torch(variables) -> a tied TorchTiedLM
 
 def torch_structure_cases() -> list[Case]:
-    return _cases("linen_to_torch.tied", STRUCTURE_SHAPES)
+    return _cases("linen_to_torch.tied", STRUCTURE_SHAPES, gradient=True)
 
 
 TORCH_KEYS = ("embed.weight", "mixer.weight", "mixer.bias", "lm_head.weight")
@@ -181,7 +231,9 @@ def judge_torch_structure(case: Case, facts: dict, _ref) -> Finding | None:
         return Finding("frameworks.torch_head_stale")
     if sorted(facts["state_keys"]) != sorted(TORCH_KEYS):
         return Finding("frameworks.torch_keys", {"got": _names(facts["state_keys"])})
-    return _not_float32(facts["dtypes"])
+    held = facts["params"]
+    return _not_float32(facts["dtypes"]) or tie_gradient_finding(
+        case, facts, (held["embed.weight"], np.asarray(held["mixer.weight"]).T, held["mixer.bias"]))
 
 
 LINEN_TO_TORCH_TIED = Item(
@@ -195,6 +247,9 @@ LINEN_TO_TORCH_TIED = Item(
         Promise("stays tied: lm_head.weight is embed.weight, one Parameter",
                 "identities and data pointers, compared here (torch_alias, torch_copy, torch_head_stale)"),
         Promise("every parameter float32", "dtypes of named_parameters(remove_duplicate=False) (float64)"),
+        Promise("the tie carries the gradient: embed.weight's is the lookup's path plus the projection's",
+                "the raw gradient of sum(logits * C) in embed.weight against both paths, exact "
+                "(tie_projection_missing, tie_lookup_missing, tie_no_gradient, tie_gradient_wrong)"),
     ),
 )
 
@@ -240,7 +295,7 @@ LINEN_TO_TORCH = Item(
 def nnx_structure_cases() -> list[Case]:
     # With the alias, as model.state_dict() gives it: whether the converter copes with a
     # file without it is torch_to_nnx's to judge, so that one mistake costs once.
-    return _cases("torch_to_nnx.params", STRUCTURE_SHAPES, alias=(True, True))
+    return _cases("torch_to_nnx.params", STRUCTURE_SHAPES, alias=(True, True), gradient=True)
 
 
 NNX_PATHS = ("embed/embedding", "mixer/kernel", "mixer/bias")
@@ -257,7 +312,12 @@ def judge_nnx_structure(case: Case, facts: dict, _ref) -> Finding | None:
     extra = [p for p in paths if p not in NNX_PATHS]
     if extra:
         return Finding("frameworks.nnx_extra_param", {"names": _names(extra)})
-    return _not_float32(dict(zip(paths, facts["dtypes"])))
+    finding = _not_float32(dict(zip(paths, facts["dtypes"])))
+    # A module left abstract has no gradient: torch_to_nnx judges it (nnx_unfilled_params).
+    if finding or facts["abstract"]:
+        return finding
+    held = dict(zip(paths, facts["values"]))
+    return tie_gradient_finding(case, facts, tuple(held[p] for p in NNX_PATHS))
 
 
 TORCH_TO_NNX_PARAMS = Item(
@@ -270,6 +330,9 @@ TORCH_TO_NNX_PARAMS = Item(
         Promise("exactly three nnx.Params: embed/embedding, mixer/kernel, mixer/bias",
                 "Param paths sent raw (nnx_paths, nnx_extra_param)"),
         Promise("float32 arrays", "Param dtypes (float64)"),
+        Promise("tied as NNXTiedLM ties (embed.attend): the embedding's gradient is the lookup's path plus the "
+                "projection's", "the raw gradient of sum(logits * C) (nnx.grad) in embed/embedding against both "
+                "paths, exact (tie_projection_missing, tie_lookup_missing, tie_no_gradient, tie_gradient_wrong)"),
     ),
 )
 

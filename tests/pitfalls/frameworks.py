@@ -154,4 +154,31 @@ return Converted(state_dict)
         "torch_to_nnx": nnx_fill().replace('"bias": array("mixer.bias")', '"bias": jnp.zeros_like(array("mixer.bias"))'),
     }, {"linen_to_torch.tied": "frameworks.torch_keys", "linen_to_torch": "pass",
         "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.not_loaded"}),
+    # The tie kept by name but not in the gradient: a frozen torch embedding; an NNX
+    # subclass whose head projects with a stopped copy of the matrix.
+    Pitfall(CH, "frozen_embedding_and_stopped_head", {
+        "linen_to_torch": RIGHT_TORCH + "model.embed.weight.requires_grad_(False)\nreturn model",
+        "torch_to_nnx": nnx_fill().replace("NNXTiedLM(", "StoppedHead(").replace("def array", '''class StoppedHead(NNXTiedLM):
+    def __call__(self, token_ids):
+        x = self.embed(token_ids)
+        return (x + jnp.tanh(self.mixer(x))) @ jax.lax.stop_gradient(self.embed.embedding[...]).T
+
+def array''', 1),
+    }, {"linen_to_torch.tied": "frameworks.tie_no_gradient", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "frameworks.tie_projection_missing", "torch_to_nnx": "pass"}),
+    Pitfall(CH, "detached_head_subclass_and_stopped_lookup", {
+        "linen_to_torch": READ.replace("model = TorchTiedLM", '''class DetachedHead(TorchTiedLM):
+    def forward(self, ids):
+        x = self.embed(ids)
+        return (x + torch.tanh(self.mixer(x))) @ self.embed.weight.detach().T
+
+model = DetachedHead''') + NO_GRAD + COPY_EMBED + COPY_MIXER + "return model",
+        "torch_to_nnx": nnx_fill().replace("NNXTiedLM(", "StoppedLookup(").replace("def array", '''class StoppedLookup(NNXTiedLM):
+    def __call__(self, token_ids):
+        x = jax.lax.stop_gradient(self.embed(token_ids))
+        return self.embed.attend(x + jnp.tanh(self.mixer(x)))
+
+def array''', 1),
+    }, {"linen_to_torch.tied": "frameworks.tie_projection_missing", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "frameworks.tie_lookup_missing", "torch_to_nnx": "pass"}),
 ]
