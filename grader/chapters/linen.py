@@ -13,7 +13,7 @@ from functools import cache, partial
 import numpy as np
 
 from ..cases import float_args, hidden_rng, sample_std, self_logits_negative
-from ..judge import as_numbers, close, compare_arrays
+from ..judge import as_numbers, close, compare_arrays, one_array
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
 
 INIT_STD = 0.02
@@ -395,7 +395,7 @@ def judge_embed(case: Case, value, ref) -> Finding | None:
 
 
 TIED_IO_EMBED = Item(
-    name="tied_io_embed", points=3, probe="call",
+    name="tied_io_embed", points=3, probe="typed_call",
     promises=(
         Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
                 "every case sends floats, the ids a float32 array; called positionally as the signature has no "
@@ -406,14 +406,15 @@ TIED_IO_EMBED = Item(
                 "hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed"),
         Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; "
                 "common.untied when a token's logit with itself is negative; linen.scaled"),
-        Promise("return the logits flattened to shape (T·V,)", "common.not_flattened when the (T, V) array is right"),
+        Promise("return the logits flattened to shape (T·V,)", "common.not_flattened when the (T, V) array is right; "
+                "a tuple, list or dict is common.not_one_array, judged from the raw type (probe typed_call)"),
         Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
                 "(common.wrong_dtype)"),
         Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
     ),
     cases=partial(embed_cases, "01_linen/tied_io_embed"),
     reference=lambda case: tied_logits(reference_embedding(*embed_sizes(case)), ids_of(case)).reshape(-1),
-    judge=judge_embed,
+    judge=one_array(judge_embed),
 )
 
 

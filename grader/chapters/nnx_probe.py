@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 
 from grader.probe_jax import mean_cross_entropy, path_name
-from grader.probe_runtime import call, clip, lookup, raw_values
+from grader.probe_runtime import clip, lookup, raw_values
 
 # Warnings that announce an API on its way out; the judge decides which matter.
 _DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
@@ -124,10 +124,3 @@ def tiedembed_warnings(ns, vocab_size, d_model, token_ids):
         for w in caught
         if w.category.__name__ in _DEPRECATIONS
     ]
-
-
-def typed_call(ns, fn, args):
-    """``call``, with the name of the result's own type: a tuple of arrays is sent as
-    a list like any other, and only its type says it was not one stacked array."""
-    result = call(ns, fn, args)
-    return {"type": type(result).__name__, "out": result}
