@@ -495,17 +495,18 @@ def logits_gradients(case: Case) -> dict:
 
 
 def judge_logits(case: Case, facts: dict, ref) -> Finding | None:
-    """The values (with the known mistakes named), the dtype, then the gradients that a
+    """The dtype (a bfloat16 or float64 slip is named as such, not as the values it
+    rounds), the values (with the known mistakes named), then the gradients that a
     backward pass leaves on h, E and b: the result must stay on the autograd graph."""
     if not facts["is_tensor"]:
         return Finding("pytorch.not_a_tensor", {"type": facts["type"]})
     if facts["logits"] is None:  # a complex tensor
         return Finding("common.not_an_array", {"type": facts["dtype"]})
+    if facts["dtype"] != "torch.float32":
+        return Finding("common.wrong_dtype", {"got": facts["dtype"], "expected": "torch.float32"})
     finding = LOGIT_VALUES(case, facts["logits"], ref)
     if finding is not None:
         return finding
-    if facts["dtype"] != "torch.float32":
-        return Finding("common.wrong_dtype", {"got": facts["dtype"], "expected": "torch.float32"})
     expected = logits_gradients(case)
     if not facts["requires_grad"]:
         return Finding("pytorch.logits_detached", {"names": ", ".join(expected)})
@@ -555,6 +556,9 @@ CHAPTER = Chapter(
     title="PyTorch and Hugging Face",
     probe_module="grader.chapters.pytorch_probe",
     errors=(BROADCAST,
+            # The model's own tensor of another dtype, with the line that made it (pytorch_probe).
+            ErrorPattern("common.dtype_slip", r"DtypeSlipError",
+                         r"^(?P<name>\S+) is torch\.(?P<got>\w+), made by: (?P<line>.*)$"),
             ErrorPattern("pytorch.module_names", r"AttributeError", r"has no attribute '(embed|blocks|ln_f|lm_head)'"),
             ErrorPattern("pytorch.index_out_of_range", r"IndexError", r"index out of range in self")),
     items=(TIE_WEIGHTS, TIE_WEIGHTS_REFUSED, TINYLM_TIED, TINYLM_FORWARD, TINYLM_GRAD, TIED_LOGITS),
