@@ -84,8 +84,13 @@ def _names(names) -> str:
 
 
 def _not_float32(dtypes: dict) -> Finding | None:
-    wrong = [f"{name} {kind}" for name, kind in dtypes.items() if kind not in ("float32", "torch.float32")]
-    return Finding("frameworks.float64", {"message": _names(wrong)}) if wrong else None
+    """float64 named as such (frameworks.float64); another dtype (bfloat16) as the dtype it is."""
+    wrong = {name: kind for name, kind in dtypes.items() if kind not in ("float32", "torch.float32")}
+    if any(kind.endswith("float64") for kind in wrong.values()):
+        return Finding("frameworks.float64", {"message": _names(f"{name} {kind}" for name, kind in wrong.items())})
+    if wrong:
+        return Finding("common.wrong_dtype", {"got": str(next(iter(wrong.values()))), "expected": "float32"})
+    return None
 
 
 def _model_finding(facts: dict, function: str, expected: str, not_a_module: str) -> Finding | None:
@@ -97,27 +102,43 @@ def _model_finding(facts: dict, function: str, expected: str, not_a_module: str)
     return None
 
 
+def _bfloat16(array) -> np.ndarray:
+    """``array`` rounded to bfloat16 (to nearest, ties to even) and back to float32."""
+    bits = np.asarray(array, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def _loaded(held, want: np.ndarray) -> bool:
+    """``held`` is the checkpoint's ``want``: exactly, or as bfloat16 rounds it (that
+    dtype is the structure items' to judge, so that one mistake costs once)."""
+    held = np.asarray(held)
+    if held.shape != want.shape:
+        return False
+    held = held.astype(np.float32)
+    return bool(np.array_equal(held, want) or np.array_equal(held, _bfloat16(want)))
+
+
 def _embedding_finding(case: Case, name: str, held) -> Finding | None:
     """What is wrong with the matrix the model holds as its embedding, if anything."""
     E = case.args["embedding"]
     held = np.asarray(held)
     v, d = E.shape
-    if held.shape == (d, v) and (v != d or np.array_equal(held.astype(np.float32), E.T)):
+    if held.shape == (d, v) and (v != d or _loaded(held, E.T)):
         return Finding("frameworks.embedding_transposed")
     if held.shape != (v, d):
         return Finding("common.wrong_param_shape", {"got": describe_shape(held.shape),
                                                     "expected": describe_shape((v, d))})
-    if not np.array_equal(held.astype(np.float32), E):
+    if not _loaded(held, E):
         return Finding("frameworks.not_loaded", {"name": name})
     return None
 
 
 def _kernel_finding(name: str, held, kernel: np.ndarray, other_layout: np.ndarray) -> Finding | None:
     """The mixer's matrix in the layout of its framework (``kernel``), not the other one."""
-    held = np.asarray(held)
-    if held.shape == kernel.shape and np.array_equal(held.astype(np.float32), kernel):
+    if _loaded(held, kernel):
         return None
-    if held.shape == other_layout.shape and np.array_equal(held.astype(np.float32), other_layout):
+    if _loaded(held, other_layout):
         return Finding("frameworks.kernel_not_transposed")
     return Finding("frameworks.not_loaded", {"name": name})
 
@@ -131,8 +152,7 @@ def _values_finding(case: Case, held: dict, names: tuple[str, str, str], torch_l
     checks = (
         (embed, lambda value: _embedding_finding(case, embed, value)),
         (kernel, lambda value: _kernel_finding(kernel, value, *((W.T, W) if torch_layout else (W, W.T)))),
-        (bias, lambda value: None if np.array_equal(np.asarray(value, np.float32), a["bias"])
-         else Finding("frameworks.not_loaded", {"name": bias})),
+        (bias, lambda value: None if _loaded(value, a["bias"]) else Finding("frameworks.not_loaded", {"name": bias})),
     )
     for name, check in checks:
         if name in held:
@@ -353,7 +373,10 @@ def judge_nnx_values(case: Case, facts: dict, ref) -> Finding | None:
     if facts["abstract"]:
         return Finding("frameworks.nnx_unfilled_params", {"names": _names(facts["abstract"])})
     held = dict(zip(facts["paths"], facts["values"]))
-    return _values_finding(case, held, NNX_PATHS, torch_layout=False) or _logits_finding(case, facts, ref)
+    finding = _values_finding(case, held, NNX_PATHS, torch_layout=False) or _logits_finding(case, facts, ref)
+    if finding is not None and finding.key == "common.wrong_values" and "bfloat16" in facts["dtypes"]:
+        return Finding("common.wrong_dtype", {"got": "bfloat16", "expected": "float32"})  # logits it rounded
+    return finding
 
 
 TORCH_TO_NNX = Item(

@@ -181,4 +181,12 @@ model = DetachedHead''') + NO_GRAD + COPY_EMBED + COPY_MIXER + "return model",
 def array''', 1),
     }, {"linen_to_torch.tied": "frameworks.tie_projection_missing", "linen_to_torch": "pass",
         "torch_to_nnx.params": "frameworks.tie_lookup_missing", "torch_to_nnx": "pass"}),
+    # bfloat16 is named as the dtype it is on every item it reaches, never as float64 or
+    # as values that do not match (the values it holds are the checkpoint's, rounded).
+    Pitfall(CH, "bfloat16_models", {
+        "linen_to_torch": RIGHT_TORCH.replace("TorchTiedLM(*embedding.shape)", "TorchTiedLM(*embedding.shape).bfloat16()")
+        + "return model",
+        "torch_to_nnx": nnx_fill(tail="model.embed.embedding = nnx.Param(model.embed.embedding[...].astype(jnp.bfloat16))\n"),
+    }, {"linen_to_torch.tied": "common.wrong_dtype", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "common.wrong_dtype", "torch_to_nnx": "common.wrong_dtype"}),
 ]
