@@ -56,14 +56,15 @@ ALIAS_LABELS = {(True, True): "frameworks.case_worked_alias", (False, True): "fr
 
 def _cases(item: str, shapes=SHAPES, alias=None, gradient=False) -> list[Case]:
     """One case per shape; ``alias`` says, per case, whether the state_dict keeps lm_head.weight;
-    ``gradient``: each case has a cotangent C (T, V) for the tie's gradient.
+    ``gradient``: the first case has a cotangent C (T, V) for the tie's gradient (one case
+    shows a cut path; each costs a backward pass in the kernel).
     The last, the largest, is "after_due_date": on Gradescope what fails there waits."""
     rng = hidden_rng(f"{CHAPTER_ID}/{item}")
     found = []
     for n, (v, d, t) in enumerate(shapes):
         args = dict(weights(rng, v, d), token_ids=token_ids(rng, t, v))
         if gradient:
-            args["cotangent"] = rng.normal(0.0, 1.0, (t, v)).astype(np.float32)
+            args["cotangent"] = rng.normal(0.0, 1.0, (t, v)).astype(np.float32) if n == 0 else None
         label = "case.worked_example" if n == 0 else "case.hidden"
         if alias is not None:
             args["alias"] = alias[n]
@@ -206,7 +207,7 @@ def tie_gradient_finding(case: Case, facts: dict, held: tuple) -> Finding | None
     """The embedding's gradient against the sum of its two paths, for the values the
     model holds (``held``: E, W (in, out), b); the path that is missing, when one is.
     A model whose forward pass fails is left to the value items."""
-    if facts.get("forward_failed"):
+    if facts.get("forward_failed") or case.args["cotangent"] is None:
         return None
     if facts.get("grad_error"):
         kind, _, message = str(facts["grad_error"]).partition(": ")
@@ -268,7 +269,7 @@ LINEN_TO_TORCH_TIED = Item(
                 "identities and data pointers, compared here (torch_alias, torch_copy, torch_head_stale)"),
         Promise("every parameter float32", "dtypes of named_parameters(remove_duplicate=False) (float64)"),
         Promise("the tie carries the gradient: embed.weight's is the lookup's path plus the projection's",
-                "the raw gradient of sum(logits * C) in embed.weight against both paths, exact "
+                "the raw gradient of sum(logits * C) in embed.weight (worked example) against both paths, exact "
                 "(tie_projection_missing, tie_lookup_missing, tie_no_gradient, tie_gradient_wrong)"),
     ),
 )
@@ -351,8 +352,9 @@ TORCH_TO_NNX_PARAMS = Item(
                 "Param paths sent raw (nnx_paths, nnx_extra_param)"),
         Promise("float32 arrays", "Param dtypes (float64)"),
         Promise("tied as NNXTiedLM ties (embed.attend): the embedding's gradient is the lookup's path plus the "
-                "projection's", "the raw gradient of sum(logits * C) (nnx.grad) in embed/embedding against both "
-                "paths, exact (tie_projection_missing, tie_lookup_missing, tie_no_gradient, tie_gradient_wrong)"),
+                "projection's", "the raw gradient of sum(logits * C) (nnx.grad, worked example) in embed/embedding "
+                "against both paths, exact (tie_projection_missing, tie_lookup_missing, tie_no_gradient, "
+                "tie_gradient_wrong)"),
     ),
 )
 

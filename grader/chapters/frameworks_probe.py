@@ -89,7 +89,8 @@ def torch_structure(ns, embedding, kernel, bias, token_ids, cotangent):
     if facts["is_module"]:
         e, w = model.embed.weight, model.lm_head.weight
         facts.update(ids=[id(e), id(w)], ptrs=[e.data_ptr(), w.data_ptr()])
-        facts.update(_torch_gradient(model, torch.as_tensor(np.asarray(token_ids), dtype=torch.long), cotangent))
+        if cotangent is not None:
+            facts.update(_torch_gradient(model, torch.as_tensor(np.asarray(token_ids), dtype=torch.long), cotangent))
     return facts
 
 
@@ -155,7 +156,7 @@ def nnx_structure(ns, embedding, kernel, bias, token_ids, alias, cotangent):
 
     model = _torch_to_nnx(ns, embedding, kernel, bias, alias)
     facts = _nnx_facts(ns, model)
-    if facts["is_module"] and not facts["abstract"]:
+    if facts["is_module"] and not facts["abstract"] and cotangent is not None:
         facts.update(_nnx_gradient(model, jnp.asarray(token_ids, jnp.int32), cotangent))
     return facts
 
