@@ -167,4 +167,9 @@ PITFALLS = [
         + HEAD + "self.lm_head.weight = self.embed.weight",
         "tied_logits": "logits = h.bfloat16() @ E.bfloat16().T\nreturn logits if b is None else logits + b",
     }, {**dict.fromkeys(TINY, "common.dtype_slip"), "tied_logits": "common.wrong_dtype", "tie_weights": "pass"}),
+    # Values right and E still on the graph, but the product's gradient never reaches it.
+    Pitfall("03_pytorch", "matrix_detached_kept_on_graph", {"tied_logits": '''
+logits = h @ E.detach().T + 0 * E.sum()
+return logits if b is None else logits + b
+'''}, {"tied_logits": "pytorch.logits_grad"}),
 ]
