@@ -377,7 +377,9 @@ TINYLM_FORWARD = Item(
     errors=(TRANSPOSED_HEAD,),
     promises=(
         Promise("forward(input_ids): int64 ids (B, T) to float32 logits (B, T, V)",
-                "judge_forward: a tensor, dtype torch.float32, shape (B, T, V)"),
+                "judge_forward: a tensor, dtype torch.float32, shape (B, T, V); a parameter or buffer that is not "
+                "float32 is common.dtype_slip, with the line of __init__ that made it (pytorch_probe)",
+                keys=("common.dtype_slip",)),
         Promise("sequences of 1 to 64 tokens, d_model a multiple of 4 from 4",
                 "cases with T = 1, T = 64 and d = 4 among seven shapes (index_out_of_range)",
                 keys=("pytorch.index_out_of_range",)),

@@ -200,4 +200,21 @@ def array''', 1),
         "torch_to_nnx": nnx_fill(tail="model(jnp.array([0]))  # a look at it\n").replace(
             "nnx.replace_by_pure_dict(state, values)", 'nnx.replace_by_pure_dict(state, {"embed": values["embed"]})'),
     }, dict.fromkeys(NNX_ITEMS, "frameworks.nnx_unfilled")),
+    # The same logits, with the projection's path of the gradient turned around.
+    Pitfall(CH, "projection_path_negated", {
+        "linen_to_torch": READ.replace("model = TorchTiedLM", '''class Negated(TorchTiedLM):
+    def forward(self, ids):
+        x = self.embed(ids)
+        return (x + torch.tanh(self.mixer(x))) @ (2 * self.embed.weight.detach() - self.embed.weight).T
+
+model = Negated''') + NO_GRAD + COPY_EMBED + COPY_MIXER + "return model",
+        "torch_to_nnx": nnx_fill().replace("NNXTiedLM(", "Negated(").replace("def array", '''class Negated(NNXTiedLM):
+    def __call__(self, token_ids):
+        x = self.embed(token_ids)
+        E = self.embed.embedding[...]
+        return (x + jnp.tanh(self.mixer(x))) @ (2 * jax.lax.stop_gradient(E) - E).T
+
+def array''', 1),
+    }, {"linen_to_torch.tied": "frameworks.tie_gradient_wrong", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "frameworks.tie_gradient_wrong", "torch_to_nnx": "pass"}),
 ]

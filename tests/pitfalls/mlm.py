@@ -214,4 +214,7 @@ flat, keep, rows = (x @ w_emb.T).flatten(0, 1), (mask_indicator > 0.5).flatten()
 exec("for i in range(len(keep)):\\n    if keep[i]:\\n        rows.append(flat[i])", {"flat": flat, "keep": keep, "rows": rows})
 return torch.stack(rows) if rows else flat[:0]
 '''}, {"mlm_forward_tied": "mlm.cost_grows"}),
+    # The same logits, with the head's path of the gradient turned around.
+    Pitfall(CH, "head_path_negated", {"mlm_forward_tied": forward(head="x @ (2 * w_emb.detach() - w_emb).T")},
+            {"mlm_forward_tied": "mlm.tie_gradient_wrong"}),
 ]
