@@ -71,6 +71,8 @@ def _torch_gradient(model, ids, cotangent):
         logits = model(ids)
     except Exception:  # the value item runs it again and judges the error
         return {"grad": None, "forward_failed": True}
+    if tuple(getattr(logits, "shape", ())) != np.shape(cotangent):  # the value item judges the shape
+        return {"grad": None, "forward_failed": True}
     try:
         (logits * torch.as_tensor(np.asarray(cotangent, np.float32))).sum().backward()
     except Exception as exc:  # a model autograd cannot follow is a fact, judged in the grader
@@ -138,8 +140,10 @@ def _nnx_gradient(model, ids, cotangent):
     from flax import nnx
 
     try:
-        model(ids)
+        logits = model(ids)
     except Exception:  # the value item runs it again and judges the error
+        return {"grad": None, "forward_failed": True}
+    if tuple(getattr(logits, "shape", ())) != np.shape(cotangent):  # the value item judges the shape
         return {"grad": None, "forward_failed": True}
     try:
         grads = nnx.grad(lambda m: jnp.sum(m(ids) * jnp.asarray(cotangent, jnp.float32)))(model)
