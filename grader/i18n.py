@@ -181,8 +181,10 @@ def korean_particles(template: str, values: dict) -> str:
 
 
 def hint_key(hint: str) -> str:
-    """The catalog key of a stub's hint (``<chapter>.hint_<name>``, whose English text is
-    the hint that ``grader release`` wrote into the stub), or ``""``."""
+    """The catalog key of a stub's hint (``<chapter>.hint_<name>``), or ``""``.  The kernel
+    sends back only the stub's message, so its text is what names it: ``grader release``
+    writes the stub and this English entry from the same solution marker, and
+    ``grader release --check`` fails when they part."""
     return next((k for k, v in catalog(DEFAULT).items() if ".hint_" in k and v == hint.strip()), "")
 
 

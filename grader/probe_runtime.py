@@ -9,6 +9,7 @@ All judging happens in the grader's own process (see ``grader.judge``).
 The same functions run in-process for the in-notebook ``check()``.
 """
 import base64
+import contextlib
 import io
 import json
 import re
@@ -162,6 +163,25 @@ def lookup(namespace, name):
 def call(namespace, fn, args):
     """Call the student's function ``fn`` with positional ``args``."""
     return lookup(namespace, fn)(*args)
+
+
+@contextlib.contextmanager
+def standing_in(namespace, stand_ins):
+    """The grader's version of each of ``stand_ins`` (a name → an object) in place of the
+    notebook's while the block runs, the notebook's put back after: an item whose code
+    calls another exercise's is judged on its own code, not on that exercise's mistake
+    (which its own items report)."""
+    missing = object()
+    saved = {name: namespace.get(name, missing) for name in stand_ins}
+    namespace.update(stand_ins)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is missing:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
 
 
 def code_facts(namespace, name, skip=(), limit=12):

@@ -90,10 +90,15 @@ Judge = Callable[[Case, Any, Any], "Finding | None"]
 
 @dataclass(frozen=True)
 class Promise:
-    """One sentence of the exercise's text, and the check that holds the code to it."""
+    """One sentence of the exercise's text, and the check that holds the code to it.
+
+    ``keys`` names the findings (catalog keys) that check gives when the code breaks the
+    promise: ``tests/test_item_properties.py`` holds each to its three catalogs and to a
+    pitfall that gets it, and every finding a chapter's judges can give to a promise."""
 
     says: str  # what the exercise promises, as the notebook states it
     check: str  # what enforces it: a case, a judge, a symptom, a source check
+    keys: tuple[str, ...] = ()  # the finding keys of that check
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,15 @@ does not replace; the grader's copy of those outputs goes to
 graded item.  Every output and execution count is dropped, the cells keep the
 solution's ids (nbformat 4.5: JupyterLab opens the file unmodified), and the
 solution's saved widget state stays behind.
+
+The marker's hint is the only place it is written: release also writes it into the
+English catalog as ``<chapter>.hint_<owner>`` (``marker_key``), the owner being the
+function or method the marker sits in, so the grader can give the stub's hint in Spanish
+and Korean (``tests/test_item_properties.py`` requires those two entries).
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -25,6 +31,8 @@ from .verdicts import NOTEBOOK_ITEM
 
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION:?\s*(.*)$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
+DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
+DEFAULT_HINT = "write your solution here"
 
 
 class MarkerError(ValueError):
@@ -60,7 +68,7 @@ def strip_solutions(source: str, where: str) -> str:
             if inside:
                 raise MarkerError(f"{where}, line {number}: BEGIN SOLUTION inside a solution")
             indent, hint = begin.groups()
-            hint = hint.strip() or "write your solution here"
+            hint = hint.strip() or DEFAULT_HINT
             out.extend(raise_not_implemented(indent, hint))
             inside = True
         elif END.match(line):
@@ -72,6 +80,55 @@ def strip_solutions(source: str, where: str) -> str:
     if inside:
         raise MarkerError(f"{where}: BEGIN SOLUTION never ends")
     return "\n".join(out)
+
+
+def owner(source: str, start: int, indent: str) -> str:
+    """The function, method or class a marker at ``start`` sits in: ``TiedIO.__call__``.
+    Each enclosing ``def`` or ``class`` is the nearest one above, indented less."""
+    names, width = [], len(indent)
+    for match in reversed(list(DEF.finditer(source, 0, start))):
+        if len(match.group(1)) < width:
+            names.append(match.group(2))
+            width = len(match.group(1))
+    return ".".join(reversed(names))
+
+
+def catalog_prefix(chapter_id: str) -> str:
+    """The prefix of a chapter's catalog keys, its module's name: ``linen`` for 01_linen."""
+    return chapter(chapter_id).probe_module.rsplit(".", 1)[-1].removesuffix("_probe")
+
+
+def marker_key(chapter_id: str, owner_name: str) -> str:
+    """The catalog key of the hint of the stub in ``owner_name``: ``TiedIO.__call__`` of
+    01_linen is ``linen.hint_tiedio_call`` (lower case, dunders dropped)."""
+    words = (part.strip("_").lower() for part in owner_name.split("."))
+    return f"{catalog_prefix(chapter_id)}.hint_{'_'.join(words)}"
+
+
+def hints(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """The hint of every solution marker of a solution notebook, by its catalog key."""
+    chapter_id, found = nb.metadata["tied"]["chapter"], {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        offset = 0
+        for line in cell.source.splitlines(keepends=True):
+            begin = BEGIN.match(line.rstrip("\n"))
+            if begin and begin.group(2).strip():
+                key = marker_key(chapter_id, owner(cell.source, offset, begin.group(1)))
+                if key in found:
+                    raise MarkerError(f"{chapter_id}: two hints for {key}; one stub per function")
+                found[key] = begin.group(2).strip()
+            offset += len(line)
+    return found
+
+
+def catalog_with_hints(path: Path, prefix: str, found: dict[str, str]) -> str:
+    """The English catalog of a chapter with its hints replaced by ``found``, in the
+    catalogs' format (sorted keys, two spaces, UTF-8 as written)."""
+    current = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    kept = {k: v for k, v in current.items() if not k.startswith(f"{prefix}.hint_")}
+    return json.dumps(dict(sorted({**kept, **found}.items())), ensure_ascii=False, indent=2) + "\n"
 
 
 def worked_example_outputs(cell, where: str) -> list:
@@ -136,20 +193,23 @@ def exercise_from(solution: Path) -> tuple[nbformat.NotebookNode, dict]:
 
 
 def release(root: Path, check: bool = False) -> list[str]:
-    """Write (or, with ``check``, compare) every exercise and the grader's expected
-    outputs; return the files that differ."""
+    """Write (or, with ``check``, compare) every exercise, the grader's expected
+    outputs and the English catalog's hints; return the files that differ."""
     differ = []
     for solution in sorted((root / "solutions").glob("*.ipynb")):
         exercise, expected = exercise_from(solution)
+        prefix = catalog_prefix(exercise.metadata["tied"]["chapter"])
+        catalog = root / "grader" / "messages" / "en" / f"{prefix}.json"
         for target, content in (
             (solution, cleaned_text(solution)),
             (root / "exercises" / solution.name, nbformat.writes(exercise) + "\n"),
             (root / "grader" / "expected" / f"{solution.stem}.json", dumps(expected)),
+            (catalog, catalog_with_hints(catalog, prefix, hints(nbformat.read(solution, as_version=4)))),
         ):
             current = target.read_text(encoding="utf-8") if target.exists() else None
             if current != content:
                 differ.append(str(target.relative_to(root)))
                 if not check:
-                    target.parent.mkdir(exist_ok=True)
+                    target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(content, encoding="utf-8")
     return differ

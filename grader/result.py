@@ -1,6 +1,8 @@
 """``Result``: the verdicts of one notebook, as ``grader check``, ``grader grade`` and the
 in-notebook ``check()`` return them.  It prints as a table, and in Jupyter it shows
-itself as a panel of widgets (``grader.selfcheck.panel``)."""
+itself as a panel (``grader.selfcheck.panel``): a widget, with the same panel as static
+HTML and the table as text beside it in the output, for where no widget is drawn (a
+notebook on GitHub, or converted by nbconvert)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -38,9 +40,9 @@ class Result:
 
         return table(self, self.lang)
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from .selfcheck import panel, panel_html
 
-        from .selfcheck import panel
-
-        display(panel(self, self.lang))
+        widget = panel(self, self.lang)
+        return {**(widget._repr_mimebundle_() if widget is not None else {}),
+                "text/html": panel_html(self, self.lang), "text/plain": repr(self)}

@@ -116,17 +116,23 @@ def _strings(record, keys) -> bool:
 
 def valid_summary(summary) -> bool:
     """Has ``summary`` the shape the worker writes?  ``{"cells": [{"cell": int,
-    "passed": bool, "error"?: {"type", "message", "line": str}}], "probes": str,
-    "timeout"?: {"where": "start" | "checks" | "cell", "cell": int (in a cell), "line": str}}``"""
+    "passed": bool, "error"?: {"type", "message", "line": str}, "timed_out"?: true}],
+    "probes": str, "stuck"?: {item: line}, "timeout"?: {"where": "start" | "checks" | "cell",
+    "cell": int (in a cell), "item"?: str, "line": str}}``"""
     if not isinstance(summary, dict) or not isinstance(summary.get("probes"), str):
         return False
     cells = summary.get("cells")
     if not isinstance(cells, list) or not all(
         isinstance(c, dict) and type(c.get("cell")) is int and type(c.get("passed")) is bool
         and ("error" not in c or _strings(c["error"], ("type", "message", "line")))
+        and c.get("timed_out", True) is True
         for c in cells
     ):
         return False
+    stuck = summary.get("stuck", {})
+    if not isinstance(stuck, dict) or not all(isinstance(line, str) for line in stuck.values()):
+        return False
     timeout = summary.get("timeout")
     return timeout is None or (_strings(timeout, ("where", "line")) and timeout["where"] in ("start", "checks", "cell")
-                               and (timeout["where"] != "cell" or type(timeout.get("cell")) is int))
+                               and (timeout["where"] != "cell" or type(timeout.get("cell")) is int)
+                               and ("item" not in timeout or _strings(timeout, ("item",))))

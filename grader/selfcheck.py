@@ -40,24 +40,43 @@ AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops th
 QUIET = 1.0  # seconds of silence before the check says what it is doing
 
 
-def panel(result: Result, lang: str):
+def panel_html(result: Result, lang: str) -> str:
+    """The check panel as static HTML: what a notebook shows where no widget can be drawn
+    (on GitHub, converted by nbconvert), and what the widget itself shows."""
     from html import escape
-
-    import ipywidgets as w
 
     rows = []
     for v, message in zip(result.verdicts, verdict_messages(result.verdicts, lang)):
         colour = COLOURS.get(v.status, FAIL_COLOUR)
         mark = "✔" if v.status == PASS else "✘"
-        rows.append(w.HTML(
+        rows.append(
             f"<div style='padding:2px 0'><b style='color:{colour}'>{mark} {escape(v.item)}</b> "
             f"<span>{v.points}/{v.max_points} · {escape(status_text(v.status, lang))}</span>"
             f"<div style='margin-left:1.4em;color:#444;{KEEP_ALL if lang == 'ko' else ''}'>"
             f"{escape(message)}</div></div>"
-        ))
-    title = w.HTML(f"<b>{escape(text('ui.check_title', lang, chapter=result.chapter))}</b> — "
-                   f"{text('ui.total', lang)}: {result.points}/{result.max_points}")
-    return w.VBox([title, *rows], layout=w.Layout(border="1px solid #d0d7de", padding="6px"))
+        )
+    title = (f"<div><b>{escape(text('ui.check_title', lang, chapter=result.chapter))}</b> — "
+             f"{text('ui.total', lang)}: {result.points}/{result.max_points}</div>")
+    return f"<div style='border:1px solid #d0d7de;padding:6px'>{title}{''.join(rows)}</div>"
+
+
+def panel(result: Result, lang: str):
+    """The check panel as a widget, in a Jupyter kernel (else None)."""
+    if not in_kernel():
+        return None
+    try:
+        import ipywidgets as w
+    except ImportError:
+        return None
+    return w.HTML(panel_html(result, lang))
+
+
+def in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return hasattr(get_ipython(), "kernel")
 
 
 class CheckTimedOut(BaseException):
@@ -91,14 +110,10 @@ def time_limit(seconds: float, stuck: dict, name: str):
 def kernel_display(message: str):
     """Show ``message`` in the notebook as an output that can be blanked later (its
     handle), or None outside a Jupyter kernel."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:
+    if not in_kernel():
         return None
-    shell = get_ipython()
-    if shell is None or not hasattr(shell, "kernel"):
-        return None
+    from IPython.display import display
+
     return display({"text/plain": message}, raw=True, display_id=True)
 
 

@@ -31,6 +31,7 @@ from .sandbox import Sandbox
 from .stopping import Interrupted, requested
 
 DEFAULT_TIMEOUT = 120.0  # seconds per notebook
+STEP_SHARE = 0.5  # of the notebook's time, what one cell or one item's checks may take
 DEFAULT_MEMORY = 4 * 2**30  # bytes for the whole process tree
 GRACE = 5.0  # seconds between the deadline, when the worker interrupts its kernel, and the kill
 POLL = 0.05  # seconds between memory checks
@@ -53,6 +54,13 @@ class Limits:
     jax_cache: str = ""  # a folder where the kernels keep compiled JAX programs
     sandbox: bool = False  # each worker in its own namespaces (grader.sandbox)
     user: str = ""  # run the worker and its kernel as this user (the grader runs as root)
+    step: float = 0.0  # seconds one cell or one item's checks may run; 0: ``STEP_SHARE`` of ``timeout``
+
+    @property
+    def step_seconds(self) -> float:
+        """How long one cell or one item's checks may run before the worker interrupts
+        it and goes on with the next: a stuck cell costs its own items, not the rest."""
+        return min(self.step or self.timeout * STEP_SHARE, self.timeout)
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -148,7 +156,8 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
             if requested():
                 raise Interrupted
             channel = Channel()
-            command = [sys.executable, "-m", "grader.worker", job["path"], str(channel.write_fd), repr(deadline)]
+            command = [sys.executable, "-m", "grader.worker", job["path"], str(channel.write_fd), repr(deadline),
+                       repr(limits.step_seconds)]
             try:
                 proc = subprocess.Popen(
                     groups.enter(box.argv(command, Path(job["notebook"]).parent) if box else command),

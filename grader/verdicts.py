@@ -42,15 +42,22 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limi
 
     On a timeout the worker's summary says where the code was stuck, in a cell or in
     an item's checks, and at which line: that verdict quotes it, and says how to give
-    it more time.  ``shown`` names the cells (``notebook_verdict``).
+    it more time.  A cell or an item's checks interrupted after ``limits.step_seconds``
+    let the rest go on: only that cell's (the notebook item) or that item's verdict is
+    a timeout.  ``shown`` names the cells (``notebook_verdict``).
     """
+    seconds, more = f"{limits.timeout:g}", "ui.more_time_terminal"
+    step = f"{limits.step_seconds:g}"
     done = {
         item.name: judge.judge_records(ch, item, facts[item.name])
         for item in ch.items
         if item.name in facts
     }
+    stuck = summary.get("stuck", {})
+    done.update({item.name: Verdict(item.name, 0, item.points, TIMEOUT, Finding(
+        "common.timeout_in_check", {"seconds": step, "line": stuck[item.name], "more_key": more}))
+        for item in ch.items if item.name in stuck and item.name not in done})
     timeout = summary.get("timeout")
-    seconds, more = f"{limits.timeout:g}", "ui.more_time_terminal"
     if stopped == TIMEOUT or timeout is not None:
         status, finding = TIMEOUT, Finding("common.timeout", {"seconds": seconds, "more_key": more})
     elif stopped == OOM:
@@ -62,14 +69,33 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limi
     found = judge.unreached(ch, done, status, finding)
     cells = summary.get("cells")
     if timeout is not None and timeout["where"] == "checks":
-        stuck = next((n for n, v in enumerate(found) if v.status == TIMEOUT), None)
-        if stuck is not None:
-            found[stuck] = replace(found[stuck], finding=Finding(
+        names = [v.item for v in found]
+        at = names.index(timeout["item"]) if timeout.get("item") in names else next(
+            (n for n, v in enumerate(found) if v.status == TIMEOUT and v.item not in stuck), None)
+        if at is not None:
+            found[at] = replace(found[at], finding=Finding(
                 "common.timeout_in_check", {"seconds": seconds, "line": timeout["line"], "more_key": more}))
-        return [notebook_verdict(cells or [], shown, expected_outputs.example_lines(ch.id))] + found
+        return [cell_verdict(cells or [], shown, ch.id, step)] + found
     if timeout is not None and timeout["where"] == "cell":
-        finding = named(Finding("common.timeout_in_cell", {"seconds": seconds, "cell": timeout["cell"] + 1,
-                                                           "line": timeout["line"], "more_key": more}), list(shown))
+        finding = cell_timeout(timeout["cell"], timeout["line"], seconds, shown)
     if stopped or timeout is not None or cells is None:
         return [Verdict(NOTEBOOK_ITEM, 0, 1, status, finding)] + found
-    return [notebook_verdict(cells, shown, expected_outputs.example_lines(ch.id))] + found
+    return [cell_verdict(cells, shown, ch.id, step)] + found
+
+
+def cell_timeout(cell: int, line: str, seconds: str, shown: Sequence[tuple[int, str]]) -> Finding:
+    """Code cell number ``cell`` (from 0) was still running at ``line`` after ``seconds``,
+    named as JupyterLab shows it, with how to give it more time."""
+    return named(Finding("common.timeout_in_cell", {"seconds": seconds, "cell": cell + 1, "line": line,
+                                                    "more_key": "ui.more_time_terminal"}), list(shown))
+
+
+def cell_verdict(cells: list[dict], shown: Sequence[tuple[int, str]], chapter_id: str, step: str) -> Verdict:
+    """The ``notebook`` item once the notebook has run: a timeout naming the first
+    failing cell when the worker interrupted it after ``step`` seconds, else
+    ``notebook_verdict``."""
+    first = next((c for c in cells if not c["passed"]), {})
+    if first.get("timed_out"):
+        return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT,
+                       cell_timeout(first["cell"], first.get("error", {}).get("line", ""), step, shown))
+    return notebook_verdict(cells, shown, expected_outputs.example_lines(chapter_id))

@@ -1,6 +1,6 @@
 """One submission in one process: nbval runs the notebook, then the probes run in
 the same kernel.  Started by ``grader.supervisor`` as ``python -m grader.worker JOB
-CHANNEL DEADLINE``, in its own process group so that a timeout can stop all of it.
+CHANNEL DEADLINE STEP``, in its own process group so that a timeout can stop all of it.
 
 The job file names the notebook copy, the probe spec and the items.  CHANNEL is the
 write end of a pipe that only this process holds: it is closed on exec, so the kernel
@@ -9,9 +9,11 @@ cannot open it through ``/proc`` or trace this process either (unless they run a
 root outside a sandbox).  Each item's facts come back in the kernel's reply to the
 request that ran its checks (a message only the kernel's own process can send), and
 go down the channel as soon as they arrive, so that what was reached before a
-timeout is not lost; the summary of the cells follows.  At DEADLINE (a value of
-``time.monotonic()``) the kernel is interrupted, as nbval does on its own timeouts, so
-that the traceback shows the line where the code was stuck; then nothing more runs.
+timeout is not lost; the summary of the cells follows.  A cell or an item's checks
+still running after STEP seconds is interrupted, as nbval does on its own timeouts, so
+that the traceback shows the line where the code was stuck, and the notebook goes on:
+the cells after it and the other items' checks still run.  At DEADLINE (a value of
+``time.monotonic()``) the kernel is interrupted in the same way; then nothing more runs.
 pytest's report goes to stdout, which the supervisor keeps as the worker's log.
 """
 from __future__ import annotations
@@ -162,18 +164,24 @@ class ProbeHook:
     """pytest plugin: records each cell's outcome and runs the probes after the last."""
 
     def __init__(self, spec_path: str, chapter_probe_module: str, items: Sequence[str], channel,
-                 deadline: float = math.inf):
+                 deadline: float = math.inf, step: float = math.inf):
         self.spec_path = spec_path
         self.source = probe_source(chapter_probe_module)
         self.items = list(items)
         self.channel = channel  # a binary file: the pipe to the supervisor
         self.deadline = deadline
+        self.step = step
         self.cells: list[dict] = []
         self.probe_status = "not_run"
         self.lock = threading.Lock()  # between pytest's thread and the deadline's
+        self.wake = threading.Condition(self.lock)  # the deadline's thread: a step began or all ended
+        self.step_ends = math.inf  # when the cell or item's checks running now is interrupted
+        self.cut: int | str | None = None  # the step interrupted at its end (a cell, an item), until it reports
+        self.stuck: dict[str, str] = {}  # item → the line its checks were interrupted at
         self.session = None
         self.kernel = None
         self.running: int | str = "start"  # the cell being run, or "start", or "checks"
+        self.probing = ""  # the item whose checks are running
         self.timeout: dict | None = None  # where the deadline found the code
         self.finished = threading.Event()
         self.notes: list[str] = []  # for the log, after pytest's report (it captures output meanwhile)
@@ -182,13 +190,44 @@ class ProbeHook:
     def pytest_sessionstart(self, session):
         self.session = session
 
-    def watch_deadline(self) -> None:
-        """At the deadline, interrupt the kernel and stop: no cell or check runs after it."""
-        if self.finished.wait(max(self.deadline - time.monotonic(), 0)):
-            return
+    def begin(self, step: int | str) -> None:
+        """``step`` (a cell's number, or an item's name) starts now (called with ``self.lock`` held)."""
+        self.step_ends, self.cut = time.monotonic() + self.step, None
+        if isinstance(step, int):
+            self.running = step
+        self.wake.notify_all()
+
+    def end(self) -> int | str | None:
+        """The step that ran has answered: the step itself if it was interrupted at its end."""
         with self.lock:
+            cut, self.cut, self.step_ends = self.cut, None, math.inf
+            return cut
+
+    def finish(self) -> None:
+        with self.lock:
+            self.finished.set()
+            self.wake.notify_all()
+
+    def watch_deadline(self) -> None:
+        """Interrupt a step (a cell, an item's checks) that runs past ``step`` seconds, so
+        that the notebook goes on without it; at the deadline, interrupt the kernel and
+        stop: no cell or check runs after it."""
+        with self.lock:
+            while not self.finished.is_set() and (now := time.monotonic()) < self.deadline:
+                if now < self.step_ends:
+                    left = min(self.deadline, self.step_ends) - now
+                    self.wake.wait(None if left == math.inf else left)  # no time limit: until woken
+                    continue
+                self.step_ends, self.cut = math.inf, self.probing or self.running
+                self.wake.notify_all()
+                if self.kernel is not None:
+                    interrupt(self.kernel)
+            if self.finished.is_set():
+                return
             where = self.running
             self.timeout = {"where": "cell", "cell": where} if isinstance(where, int) else {"where": where}
+            if self.probing:
+                self.timeout["item"] = self.probing
             if self.session is not None:
                 self.session.shouldstop = "the notebook timed out"
             kernel = self.kernel
@@ -200,6 +239,8 @@ class ProbeHook:
     def write_summary(self, extra_cells: Sequence[dict] = ()) -> None:
         with self.lock:
             summary: dict[str, Any] = {"cells": self.cells + list(extra_cells), "probes": self.probe_status}
+            if self.stuck:
+                summary["stuck"] = dict(self.stuck)
             if self.timeout is not None:
                 summary["timeout"] = {"line": "", **self.timeout}
                 if self.timeout.get("where") == "cell":  # the interrupted cell's traceback names the line
@@ -222,6 +263,8 @@ class ProbeHook:
         if report.when != "call":
             return
         record = {"cell": getattr(item, "cell_num", -1), "passed": report.passed}
+        if self.end() == record["cell"] and not report.passed:
+            record["timed_out"] = True  # interrupted at the end of its time: the error names the line
         if not report.passed and call.excinfo is not None:
             exc = call.excinfo.value
             if isinstance(exc, KernelDied) or "Kernel dead" in str(exc):
@@ -239,7 +282,8 @@ class ProbeHook:
         with self.lock:
             if self.timeout is not None:  # the deadline came while the kernel started
                 pytest.skip("the notebook timed out")
-            self.kernel, self.running = item.parent.kernel, getattr(item, "cell_num", -1)
+            self.kernel = item.parent.kernel
+            self.begin(getattr(item, "cell_num", -1))
         watch_kernel(item.parent.kernel)
         if not self.prelude_sent:  # before the student's first cell
             self.prelude_sent = True
@@ -273,12 +317,21 @@ class ProbeHook:
                                    for index, name in enumerate(self.items)]
         for item, code in steps:
             wanted = {"facts": "_tied_facts"} if item else {}
+            with self.lock:
+                self.probing = item or ""
+                self.begin(item or "checks")
             try:
                 reply = execute_reply(kernel, kernel.kc.execute(code, store_history=False, allow_stdin=False,
                                                                  user_expressions=wanted))
             except KernelDied:
                 self.probe_status = "kernel_dead"
                 return
+            cut = self.end()
+            if reply.get("status") != "ok" and item and cut == item and self.timeout is None:
+                line = cell_error(ANSI.sub("", "\n".join(reply.get("traceback") or [])))["line"]
+                with self.lock:
+                    self.stuck[item] = line
+                continue  # stuck on this item's checks: the next item's run
             if reply.get("status") != "ok":
                 self.checks_stopped(reply)
                 return
@@ -347,7 +400,7 @@ def seal(channel_fd: int) -> None:
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def main(job_path: str, channel_fd: int, deadline: float = math.inf) -> int:
+def main(job_path: str, channel_fd: int, deadline: float = math.inf, step: float = math.inf) -> int:
     seal(channel_fd)
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     os.environ["TIED_GRADING"] = "1"  # the notebook's own check() cell stands aside
@@ -355,7 +408,7 @@ def main(job_path: str, channel_fd: int, deadline: float = math.inf) -> int:
     # second per notebook.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     channel = os.fdopen(channel_fd, "wb")
-    hook = ProbeHook(job["spec"], job["probe_module"], job["items"], channel, deadline)
+    hook = ProbeHook(job["spec"], job["probe_module"], job["items"], channel, deadline, step)
     notebook = Path(job["notebook"])
     missing = expected_outputs.missing_records(notebook)  # read before the kernel can write there
     args = [
@@ -369,7 +422,7 @@ def main(job_path: str, channel_fd: int, deadline: float = math.inf) -> int:
         pytest.main(args, plugins=[hook])
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
-        hook.finished.set()
+        hook.finish()
         hook.write_summary(missing)
         with contextlib.suppress(OSError):  # the supervisor is gone
             channel.close()
@@ -379,4 +432,4 @@ def main(job_path: str, channel_fd: int, deadline: float = math.inf) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:4])))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:5])))

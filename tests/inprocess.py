@@ -11,6 +11,7 @@ pitfall that takes both.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import tempfile
@@ -18,9 +19,13 @@ from pathlib import Path
 
 import nbformat
 
+from grader import disk_cache
+from grader.probe_kernel import run_in_process
 from grader.probe_runtime import error_fact
+from grader.registry import chapter
 from grader.report import as_dict
 from grader.selfcheck import check
+from notebooks import ROOT, solution
 
 
 def _shell():
@@ -79,3 +84,24 @@ def check_in_process(nb: nbformat.NotebookNode, chapter_id: str, langs=("en",)) 
 def grade_in_process(nb: nbformat.NotebookNode, chapter_id: str, lang: str = "en") -> dict:
     """The gradebook entry (``report.as_dict``) that the notebook earns, judged here."""
     return check_in_process(nb, chapter_id, (lang,))[lang]
+
+
+@functools.cache
+def solution_facts(chapter_id: str) -> dict:
+    """The facts the solution's probes record, in this process (once per test session)."""
+    return run_in_process(chapter(chapter_id), run_cells(nbformat.read(solution(chapter_id), as_version=4))[0])
+
+
+def notebook_namespace(chapter_id: str, until: str = "check(") -> dict:
+    """The solution's namespace after its cells up to the first one that holds ``until``."""
+    nb = nbformat.read(ROOT / "solutions" / f"{chapter_id}.ipynb", as_version=4)
+    last = next(i for i, c in enumerate(nb.cells) if until in c.source)
+    nb.cells = nb.cells[:last + (until != "check(")]
+    namespace, cells = run_cells(nb)
+    assert all(c["passed"] for c in cells)
+    return namespace
+
+
+def public_args(chapter_id: str, item: str) -> list[dict]:
+    """The arguments of an item's public cases, in order."""
+    return [case.args for case in disk_cache.cases(chapter_id, item) if case.public]

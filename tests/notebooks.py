@@ -7,24 +7,14 @@ from pathlib import Path
 
 import nbformat
 
+from grader.release import owner
+
 ROOT = Path(__file__).resolve().parent.parent
 REGION = re.compile(r"(?ms)^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[ \t]*$")
-DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
 
 
 def solution(chapter: str) -> Path:
     return ROOT / "solutions" / f"{chapter}.ipynb"
-
-
-def owner(source: str, start: int, indent: str) -> str:
-    """The function, method or class a region at ``start`` sits in: ``TiedIO.__call__``.
-    Each enclosing ``def`` or ``class`` is the nearest one above, indented less."""
-    names, width = [], len(indent)
-    for match in reversed(list(DEF.finditer(source, 0, start))):
-        if len(match.group(1)) < width:
-            names.append(match.group(2))
-            width = len(match.group(1))
-    return ".".join(reversed(names))
 
 
 @cache

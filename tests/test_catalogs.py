@@ -40,18 +40,16 @@ def keys_in_source() -> set[str]:
 
 
 def keys_in_registry() -> set[str]:
-    """Every key a chapter declares: symptoms inside judges are reached through the
-    closures of ``matches_reference``; error patterns and case labels directly."""
+    """Every key a chapter declares: the findings its promises name (which hold every
+    finding its judges can give: ``tests/test_item_properties.py``), its error patterns
+    and its case labels."""
     found = {pattern.key for pattern in judge.COMMON_ERRORS}
     for ch in chapters().values():
         found |= {pattern.key for pattern in ch.errors}
         for item in ch.items:
             found |= {pattern.key for pattern in item.errors}
             found |= {case.label for case in disk_cache.cases(ch.id, item.name)}
-            for cell in getattr(item.judge, "__closure__", None) or ():
-                value = cell.cell_contents
-                if isinstance(value, tuple):
-                    found |= {s.key for s in value if hasattr(s, "key")}
+            found |= {key for promise in item.promises for key in promise.keys}
     return found
 
 

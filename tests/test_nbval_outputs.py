@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from grader import expected_outputs
-from grader.expected_outputs import first_difference, install, is_checked
+from grader.expected_outputs import MARKER, first_difference, install, is_checked, marker
 from grader.i18n import LANGUAGES, render
 from grader.runner import grade
 from grader.supervisor import Limits
@@ -24,9 +24,14 @@ EXPECTED = expected_outputs.for_chapter(CHAPTER)["worked_examples"]
 
 
 def example_of(function: str) -> dict:
-    """The worked example that calls ``function``: the tests name the examples they use,
-    so that adding an exercise (and its example) to the chapter moves none of them."""
-    (found,) = [example for example in EXPECTED if f"{function}(" in example["source"]]
+    """The worked example of the exercise ``function``: the first cell marked as one after
+    the cell that defines it.  The tests name the examples they use, so that adding an
+    exercise and its example, which may call this one too, moves none of them."""
+    cells = [cell for cell in nbformat.read(solution(CHAPTER), as_version=4).cells if cell.cell_type == "code"]
+    start = next(n for n, cell in enumerate(cells) if f"def {function}(" in cell.source)
+    example = next(cell for cell in cells[start:] if is_checked(cell))
+    source = "\n".join(line for line in example.source.split("\n") if marker(line) != MARKER)
+    (found,) = [entry for entry in EXPECTED if entry["source"] == source]
     return found
 
 

@@ -6,9 +6,7 @@ NaN), one record per item or several.  Hypothesis feeds each item's judge such v
 whatever they are, the item gets a verdict that renders in every language, and it is not
 a pass.
 """
-import functools
 
-import nbformat
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,18 +16,16 @@ from hypothesis.extra import numpy as hnp
 from conftest import chapters
 from grader import disk_cache, judge
 from grader.i18n import LANGUAGES
-from grader.probe_kernel import run_in_process
 from grader.probe_runtime import encode
 from grader.registry import chapter
 from grader.report import verdict_message
-from inprocess import run_cells
-from notebooks import solution
+from inprocess import solution_facts
 
 ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]
 # Items whose fact is what the student's function returned, as it returned it; the
 # other probes build their facts themselves (parameter trees, flags, summaries), so an
 # odd value there is a forged record, and "could not be judged" is its right verdict.
-RETURNED = [(c, item.name) for c in chapters() for item in chapter(c).items if item.probe == "call"]
+RETURNED = [(c, item.name) for c in chapters() for item in chapter(c).items if item.probe in ("call", "call_alone")]
 
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)
 DTYPES = st.sampled_from([np.float32, np.float64, np.int64, np.bool_, np.complex64, np.float16])
@@ -82,12 +78,6 @@ def test_any_value_gets_a_verdict(ch_id, name, value):
     assert verdict.status in (judge.PASS, judge.FAIL)
     for lang in LANGUAGES:
         verdict_message(verdict, lang)
-
-
-@functools.cache
-def solution_facts(ch_id) -> dict:
-    """The facts the solution's probes record, in this process."""
-    return run_in_process(chapter(ch_id), run_cells(nbformat.read(solution(ch_id), as_version=4))[0])
 
 
 @pytest.mark.parametrize("ch_id,name", ITEMS)

@@ -3,7 +3,6 @@ import pytest
 
 import notebooks
 from notebooks import REGION, check_region_names, owner, region_names, replace_regions
-from pitfalls import PITFALLS
 
 SOURCE = '''class TiedIO(nn.Module):
     def setup(self):
@@ -39,11 +38,6 @@ def test_a_function_inserted_before_a_region_moves_no_name():
     inserted = SOURCE.replace("def helper", "def new_exercise(x):\n    ### BEGIN SOLUTION: h\n    return x\n"
                                             "    ### END SOLUTION\n\n\ndef helper")
     assert owners(inserted) == ["TiedIO.__call__", "new_exercise", "tied_io_embed"]
-
-
-def test_every_pitfall_names_regions_of_its_chapter():
-    for p in PITFALLS:
-        assert set(p.regions) <= set(region_names(p.chapter)), p.id
 
 
 def test_replace_regions_swaps_the_named_region_only():

@@ -49,6 +49,14 @@ def logits_reference(case: Case) -> np.ndarray:
     return reference_logits(a["embedding"], a["kernel"], a["bias"], a["token_ids"])
 
 
+def worked_example() -> dict:
+    """The notebook's checkpoint and ids, drawn as its worked example draws them."""
+    rng = np.random.default_rng(0)
+    return dict(embedding=rng.normal(0.0, 0.7, (6, 4)).astype(np.float32),
+                kernel=rng.normal(0.0, 0.5, (4, 4)).astype(np.float32),
+                bias=rng.normal(0.0, 0.1, 4).astype(np.float32), token_ids=[0, 2, 5])
+
+
 # Labels of the torch_to_nnx cases, by (worked example?, lm_head.weight in the state_dict?)
 ALIAS_LABELS = {(True, True): "frameworks.case_worked_alias", (False, True): "frameworks.case_hidden_alias",
                 (False, False): "frameworks.case_hidden_no_alias"}
@@ -60,7 +68,8 @@ def _cases(item: str, shapes=SHAPES, alias=None) -> list[Case]:
     rng = hidden_rng(f"{CHAPTER_ID}/{item}")
     found = []
     for n, (v, d, t) in enumerate(shapes):
-        args = dict(weights(rng, v, d), token_ids=token_ids(rng, t, v))
+        drawn = dict(weights(rng, v, d), token_ids=token_ids(rng, t, v))  # drawn even when unused: the
+        args = worked_example() if n == 0 else drawn                       # hidden cases stay the same
         label = "case.worked_example" if n == 0 else "case.hidden"
         if alias is not None:
             args["alias"] = alias[n]
@@ -189,12 +198,16 @@ LINEN_TO_TORCH_TIED = Item(
     cases=torch_structure_cases, reference=lambda case: None, judge=judge_torch_structure,
     promises=(
         Promise("linen_to_torch(variables) takes {'params': ...} as LinenTiedLM.init returns it",
-                "probe builds that tree from the case's float32 arrays (KeyError: key_name)"),
+                "probe builds that tree from the case's float32 arrays (KeyError: key_name)",
+                keys=("frameworks.key_name",)),
         Promise("returns a TorchTiedLM(V, d)", "facts is_module, expected_class (not_torch_module, "
-                                               "wrong_class) and its state_dict keys (torch_keys)"),
+                                               "wrong_class) and its state_dict keys (torch_keys)",
+                keys=("frameworks.not_torch_module", "frameworks.wrong_class", "frameworks.torch_keys")),
         Promise("stays tied: lm_head.weight is embed.weight, one Parameter",
-                "identities and data pointers, compared here (torch_alias, torch_copy, torch_head_stale)"),
-        Promise("every parameter float32", "dtypes of named_parameters(remove_duplicate=False) (float64)"),
+                "identities and data pointers, compared here (torch_alias, torch_copy, torch_head_stale)",
+                keys=("frameworks.torch_alias", "frameworks.torch_copy", "frameworks.torch_head_stale")),
+        Promise("every parameter float32", "dtypes of named_parameters(remove_duplicate=False) (float64)",
+                keys=("frameworks.float64",)),
     ),
 )
 
@@ -228,9 +241,12 @@ LINEN_TO_TORCH = Item(
                 "cases V < d, V = d, V > d (V from 3 to 300, d from 4 to 32)"),
         Promise("holds the checkpoint: embed.weight = E, mixer.weight = kernel.T, mixer.bias = bias",
                 "held values by name (not_loaded, embedding_transposed, kernel_not_transposed, "
-                "wrong_param_shape)"),
+                "wrong_param_shape)",
+                keys=("frameworks.not_loaded", "frameworks.embedding_transposed", "frameworks.kernel_not_transposed",
+                      "common.wrong_param_shape", "frameworks.shape_mismatch", "frameworks.state_dict_keys")),
         Promise("computes the same logits", "logits against the float64 reference, when the model "
-                                            "is tied and float32 (the .tied item judges those)"),
+                                            "is tied and float32 (the .tied item judges those)",
+                keys=("frameworks.float64",)),
     ),
 )
 
@@ -266,10 +282,12 @@ TORCH_TO_NNX_PARAMS = Item(
     promises=(
         Promise("torch_to_nnx(state_dict) takes a TorchTiedLM state_dict",
                 "probe builds it from the case's arrays, with lm_head.weight as state_dict() gives it"),
-        Promise("returns an NNXTiedLM", "facts is_module, expected_class (not_nnx_module, wrong_class)"),
+        Promise("returns an NNXTiedLM", "facts is_module, expected_class (not_nnx_module, wrong_class)",
+                keys=("frameworks.not_nnx_module", "frameworks.wrong_class")),
         Promise("exactly three nnx.Params: embed/embedding, mixer/kernel, mixer/bias",
-                "Param paths sent raw (nnx_paths, nnx_extra_param)"),
-        Promise("float32 arrays", "Param dtypes (float64)"),
+                "Param paths sent raw (nnx_paths, nnx_extra_param)",
+                keys=("frameworks.nnx_paths", "frameworks.nnx_extra_param")),
+        Promise("float32 arrays", "Param dtypes (float64)", keys=("frameworks.float64",)),
     ),
 )
 
@@ -298,12 +316,16 @@ TORCH_TO_NNX = Item(
     reference=logits_reference, judge=judge_nnx_values,
     promises=(
         Promise("either with lm_head.weight (state_dict()) or without it (safetensors' save_model)",
-                "cases with and without the alias (alias_key)"),
+                "cases with and without the alias (alias_key)", keys=("frameworks.alias_key",)),
         Promise("holding the same values: embedding (V, d), kernel (in, out), bias",
                 "held values by path (nnx_unfilled_params, not_loaded, embedding_transposed, "
-                "kernel_not_transposed, nnx_key_name)"),
+                "kernel_not_transposed, nnx_key_name)",
+                keys=("frameworks.nnx_unfilled_params", "frameworks.not_loaded", "frameworks.embedding_transposed",
+                      "frameworks.kernel_not_transposed", "frameworks.nnx_key_name", "common.wrong_param_shape",
+                      "frameworks.nnx_unfilled", "frameworks.shape_mismatch")),
         Promise("computes the same logits", "logits against the float64 reference, whatever the "
-                                            "class or dtypes (the .params item judges those)"),
+                                            "class or dtypes (the .params item judges those)",
+                keys=("frameworks.float64",)),
     ),
 )
 

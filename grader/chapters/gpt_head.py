@@ -38,7 +38,7 @@ def _torch():
 FRAMEWORKS = {"torch", "jax", "jaxlib", "flax", "tensorflow", "scipy", "sklearn"}
 PLAIN_NUMPY = Promise("in plain NumPy (no framework)", "source check of the function and its notebook helpers: "
                       "an import or a global bound to torch, jax, flax, tensorflow, scipy or sklearn is "
-                      "gpt_head.framework_used, with its line")
+                      "gpt_head.framework_used, with its line", keys=("gpt_head.framework_used",))
 
 
 def public_module(module: str) -> str:
@@ -161,12 +161,14 @@ CROSS_ENTROPY = Item(
         Promise("cross_entropy_from_logits(logits, targets), logits (T, V), integer targets (T,)",
                 "cases T 1-12, V 1-64; targets int64, int32 and, as the notebook passes them, a list"),
         Promise("returns the mean over the T positions of -log softmax(logits[t])[targets[t]]",
-                "values (rtol 1e-5); symptoms gpt_head.loss_summed, gpt_head.loss_not_averaged"),
+                "values (rtol 1e-5); symptoms gpt_head.loss_summed, gpt_head.loss_not_averaged",
+                keys=("gpt_head.loss_summed", "gpt_head.loss_not_averaged")),
         Promise("as one number", "the reference is 0-d: a (T,) array is gpt_head.loss_not_averaged, any other "
-                "shape common.wrong_shape"),
+                "shape common.wrong_shape", keys=("gpt_head.loss_not_averaged", "common.wrong_shape")),
         Promise("finite for logits of magnitude 1e4: never exponentiate a logit as it is",
                 "the notebook's 1e4 calls (public), hidden cases near +1e4, near -1e4 and of spread 1e4; symptoms "
-                "gpt_head.unshifted_softmax, gpt_head.log_of_softmax"),
+                "gpt_head.unshifted_softmax, gpt_head.log_of_softmax",
+                keys=("gpt_head.unshifted_softmax", "gpt_head.log_of_softmax")),
         PLAIN_NUMPY,
     ),
     cases=ce_cases, reference=reference_ce,
@@ -254,14 +256,15 @@ FORWARD = Item(
     promises=(
         Promise("tied_head_forward(tokens, E), E (V, d)", "cases T 1-64, V 3-64, d 4-64, V < d and V > d, "
                 "repeated ids"),
-        Promise("look the ids up in E", "values; symptom gpt_head.missing_layernorm names a lookup without the norm"),
+        Promise("look the ids up in E", "values; symptom gpt_head.missing_layernorm names a lookup without the norm",
+                keys=("gpt_head.missing_layernorm",)),
         Promise("final LayerNorm without affine parameters, (x - mean) / sqrt(var + 1e-5), last axis, population "
                 "variance", "symptom gpt_head.layernorm_variant (no eps, eps outside the root, ddof=1, wrong axis, "
-                "no root)"),
+                "no root)", keys=("gpt_head.layernorm_variant",)),
         Promise("project with the transpose of the same E", "the worked example has V != d: x @ E raises, and that "
-                "matmul error is gpt_head.projection_shapes, in this item only"),
+                "matmul error is gpt_head.projection_shapes, in this item only", keys=("gpt_head.projection_shapes",)),
         Promise("returns logits of shape (T, V), not probabilities", "symptom gpt_head.softmax_in_forward; "
-                "common.wrong_shape"),
+                "common.wrong_shape", keys=("gpt_head.softmax_in_forward", "common.wrong_shape")),
         PLAIN_NUMPY,
     ),
     cases=forward_cases, reference=reference_forward,
@@ -380,15 +383,21 @@ GRADIENT = Item(
     name="tied_embedding_grad", points=4, probe="numpy_call",
     promises=(
         Promise("loss = cross_entropy(E[tokens] @ E.T, targets), the mean over positions",
-                "references: PyTorch autograd of the untied loss at A = B = E; symptom gpt_head.grad_summed"),
+                "references: PyTorch autograd of the untied loss at A = B = E; symptom gpt_head.grad_summed",
+                keys=("gpt_head.grad_summed",)),
         Promise("return them as a pair (grad_lookup, grad_head)", "gpt_head.grad_pair, gpt_head.grad_total, "
-                "gpt_head.grads_swapped, gpt_head.grads_mixed"),
-        Promise("both of shape (V, d)", "common.wrong_shape; gpt_head.lookup_not_scattered for (T, d)"),
-        Promise("grad_head = G.T @ X", "symptoms gpt_head.head_transposed, gpt_head.missing_head"),
+                "gpt_head.grads_swapped, gpt_head.grads_mixed",
+                keys=("gpt_head.grad_pair", "gpt_head.grad_total", "gpt_head.grads_swapped", "gpt_head.grads_mixed")),
+        Promise("both of shape (V, d)", "common.wrong_shape; gpt_head.lookup_not_scattered for (T, d)",
+                keys=("common.wrong_shape", "gpt_head.lookup_not_scattered", "gpt_head.grad_shapes")),
+        Promise("grad_head = G.T @ X", "symptoms gpt_head.head_transposed, gpt_head.missing_head",
+                keys=("gpt_head.head_transposed", "gpt_head.missing_head")),
         Promise("grad_lookup: each row of G @ E added into its token's row; repeated tokens receive both rows, "
                 "absent tokens zeros", "cases with repeated and absent ids (every hidden case has a repeat); "
-                "symptoms gpt_head.overwritten_rows, gpt_head.missing_lookup"),
-        Promise("G = (softmax(logits) - onehot(targets)) / T", "symptom gpt_head.grad_sign"),
+                "symptoms gpt_head.overwritten_rows, gpt_head.missing_lookup",
+                keys=("gpt_head.overwritten_rows", "gpt_head.missing_lookup")),
+        Promise("G = (softmax(logits) - onehot(targets)) / T", "symptom gpt_head.grad_sign",
+                keys=("gpt_head.grad_sign",)),
         PLAIN_NUMPY,
     ),
     cases=grad_cases, reference=reference_grads, judge=numpy_only(judge_grads),
@@ -507,12 +516,16 @@ SAMPLE = Item(
     promises=(
         Promise("sample_next(logits, temperature, rng), logits (V,), τ ≥ 0", "cases V 4-7, τ 1e-4 to 50"),
         Promise("returns one token id, a Python int", "the probe sends each draw's type: gpt_head.sample_not_int; a "
-                "draw outside [0, V) or not whole is gpt_head.sample_not_id, quoting that draw"),
+                "draw outside [0, V) or not whole is gpt_head.sample_not_id, quoting that draw",
+                keys=("gpt_head.sample_not_int", "gpt_head.sample_not_id", "gpt_head.sample_returns_probs")),
         Promise("drawn from softmax(logits / τ)", "3000 draws, chi-square test at p = 1e-6; symptoms "
-                "gpt_head.temperature_ignored, gpt_head.temperature_inverted, gpt_head.sample_greedy"),
-        Promise("draw with the generator you are given", "40 draws again from the same seed: gpt_head.rng_ignored"),
+                "gpt_head.temperature_ignored, gpt_head.temperature_inverted, gpt_head.sample_greedy",
+                keys=("gpt_head.temperature_ignored", "gpt_head.temperature_inverted", "gpt_head.sample_greedy",
+                      "gpt_head.wrong_distribution", "gpt_head.sample_not_normalised")),
+        Promise("draw with the generator you are given", "40 draws again from the same seed: gpt_head.rng_ignored",
+                keys=("gpt_head.rng_ignored",)),
         Promise("subtract the maximum before exponentiating", "hidden cases of logits near +1e4 and -1e4 at τ = 1: "
-                "gpt_head.sample_overflow"),
+                "gpt_head.sample_overflow", keys=("gpt_head.sample_overflow",)),
         Promise("as τ → 0 the draw becomes the argmax",
                 "the notebook's τ = 1e-4 draws (public) and a hidden τ = 1e-4"),
         PLAIN_NUMPY,
@@ -551,8 +564,9 @@ GREEDY = Item(
     name="sample_next.greedy", symbol="sample_next", points=1, probe="sample_draws",
     promises=(
         Promise("τ = 0 must not divide: return the argmax directly", "τ = 0.0 (public), τ = 0 an int, logits near "
-                "-1e4; gpt_head.zero_temperature, gpt_head.zero_temperature_not_argmax"),
-        Promise("returns an int", "gpt_head.sample_not_int"),
+                "-1e4; gpt_head.zero_temperature, gpt_head.zero_temperature_not_argmax",
+                keys=("gpt_head.zero_temperature", "gpt_head.zero_temperature_not_argmax")),
+        Promise("returns an int", "gpt_head.sample_not_int", keys=("gpt_head.sample_not_int",)),
     ),
     cases=greedy_cases, reference=reference_probs, judge=numpy_only(judge_greedy, unwrap=False),
     errors=(ErrorPattern("gpt_head.zero_temperature", r"ZeroDivisionError|FloatingPointError"),

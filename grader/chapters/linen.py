@@ -15,8 +15,8 @@ import numpy as np
 from ..cases import float_args, hidden_rng, sample_std, self_logits_negative
 from ..judge import as_numbers, close, compare_arrays
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
+from .linen_probe import INIT_STD, reference_tiedio
 
-INIT_STD = 0.02
 # The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
 MAX_TOKENS, MAX_VOCAB, MAX_D = 64, 512, 256
 # Shapes (T, V, D) of the hidden cases: a single token, a square matrix (where a
@@ -202,6 +202,16 @@ def judge_gradient(keys: dict):
     return judge
 
 
+def unblocked_promise(says: str, keys: dict, numpy_key: str, *more: tuple[str, str]) -> Promise:
+    """The promise that nothing stops a gradient: ``judge_gradient(keys)`` names the path
+    that is missing, ``numpy_key`` a NumPy round trip under the gradient (with the student's
+    line); ``more`` adds (what, key) pairs of the chapter's own."""
+    blocked = (keys["grad_lookup_blocked"], keys["grad_head_blocked"], keys["grad_blocked"])
+    check = " / ".join(blocked) + f" name the missing path; {numpy_key} a NumPy conversion, with the student's line"
+    return Promise(says, check + "".join(f"; {key} {what}" for what, key in more),
+                   keys=(*blocked, numpy_key, *(key for _, key in more)))
+
+
 KEYS = dict(
     transposed="linen.product_transposed", missing_transpose="linen.missing_transpose",
     no_lookup="linen.no_lookup", wrong_rows="linen.wrong_rows", scaled="linen.scaled",
@@ -239,13 +249,15 @@ TIEDIO_PARAMS = Item(
         Promise("a Linen module with fields vocab_size and d_model",
                 "probe tiedio_structure builds TiedIO(vocab_size=V, d_model=D) by keyword"),
         Promise("it owns exactly one parameter", "judge_structure: linen.param_count; linen.second_param "
-                "(NameInUseError)"),
-        Promise("named embedding", "judge_structure: linen.param_name (the path must be params/embedding)"),
+                "(NameInUseError)", keys=("linen.param_count", "linen.second_param")),
+        Promise("named embedding", "judge_structure: linen.param_name (the path must be params/embedding)",
+                keys=("linen.param_name",)),
         Promise("of shape (V, D)", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
-                "V=512, D=256 (hidden); linen.param_shape when the grader's (V, D) matrix is refused"),
+                "V=512, D=256 (hidden); linen.param_shape when the grader's (V, D) matrix is refused",
+                keys=("common.wrong_param_shape", "linen.param_shape")),
         Promise("initialised with nn.initializers.normal(stddev=0.02)",
                 "judge_structure: common.init_std on the V=512, D=256 case (tolerance 10 standard errors); the "
-                "exact draw is held by tied_io_embed's values"),
+                "exact draw is held by tied_io_embed's values", keys=("common.init_std",)),
         Promise("the worked example: one (4, 3) leaf", "public case V=4, D=3, seed 0, as in the notebook"),
     ),
     cases=structure_cases, reference=lambda case: None, judge=judge_structure,
@@ -255,30 +267,12 @@ TIEDIO_PARAMS = Item(
 # ---------------------------------------------------------------- TiedIO.__call__(token_ids) -> logits (T, V)
 
 @cache
-def _reference_module():
-    import flax.linen as nn
-
-    class TiedIO(nn.Module):
-        vocab_size: int
-        d_model: int
-
-        @nn.compact
-        def __call__(self, token_ids):
-            embedding = self.param(
-                "embedding", nn.initializers.normal(stddev=INIT_STD), (self.vocab_size, self.d_model)
-            )
-            return embedding[token_ids] @ embedding.T
-
-    return TiedIO
-
-
-@cache
 def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
     """The float32 matrix that ``TiedIO(V, D).init(PRNGKey(seed), ...)`` draws."""
     import jax
     import jax.numpy as jnp
 
-    module = _reference_module()(vocab_size=vocab_size, d_model=d_model)
+    module = reference_tiedio()(vocab_size=vocab_size, d_model=d_model)
     variables = module.init(jax.random.PRNGKey(seed), jnp.zeros((1,), jnp.int32))
     return np.asarray(variables["params"]["embedding"])
 
@@ -297,24 +291,39 @@ def forward_cases(item: str, drawn) -> list[Case]:
     return found
 
 
-TIEDIO_CALL = Item(
-    name="TiedIO.__call__", symbol="TiedIO", points=2, probe="tiedio_forward",
-    promises=(
-        Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedio_forward passes int32 ids"),
+def ids_promises(probe: str) -> tuple[Promise, ...]:
+    """What a tied module's ``__call__`` is promised as input, here and in chapter 02."""
+    return (
+        Promise("__call__(token_ids) takes int ids of shape (T,)", f"probe {probe} passes int32 ids"),
         Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
                 "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; "
                 "every case with two or more ids holds id V-1 first and id 0 last"),
+    )
+
+
+def forward_reference(case: Case) -> np.ndarray:
+    return tied_logits(case.args["embedding"], case.args["token_ids"])
+
+
+TIEDIO_CALL = Item(
+    name="TiedIO.__call__", symbol="TiedIO", points=2, probe="tiedio_forward",
+    promises=(
+        *ids_promises("tiedio_forward"),
         Promise("returns logits of shape (T, V)", "compare_arrays: common.wrong_shape; linen.product_transposed "
-                "for embedding @ x.T; linen.no_lookup for (V, V)"),
-        Promise("look the ids up in it", "logits_symptom: linen.wrong_rows (an off-by-one or reordered lookup)"),
+                "for embedding @ x.T; linen.no_lookup for (V, V)",
+                keys=("common.wrong_shape", "linen.product_transposed", "linen.no_lookup")),
+        Promise("look the ids up in it", "logits_symptom: linen.wrong_rows (an off-by-one or reordered lookup)",
+                keys=("linen.wrong_rows",)),
         Promise("then project with its transpose", "logits_symptom: linen.missing_transpose (runs on the square "
-                "case V=D=16, raises elsewhere: MISSING_TRANSPOSE); linen.scaled for a rescaled product"),
+                "case V=D=16, raises elsewhere: MISSING_TRANSPOSE); linen.scaled for a rescaled product",
+                keys=("linen.missing_transpose", "linen.scaled")),
         Promise("the projection reads the same parameter", "the grader applies the module with only "
-                "params/embedding given: a second parameter raises linen.param_not_found"),
+                "params/embedding given: a second parameter raises linen.param_not_found",
+                keys=("linen.param_not_found", "linen.submodule")),
         Promise("values", "matches E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader"),
     ),
     cases=partial(forward_cases, "01_linen/TiedIO.__call__", reference_embedding),
-    reference=lambda case: tied_logits(case.args["embedding"], case.args["token_ids"]),
+    reference=forward_reference,
     judge=judge_logits(KEYS, lambda case: case.args["embedding"], flat=False),
 )
 
@@ -346,10 +355,9 @@ TIEDIO_GRADIENT = Item(
                 "the lookup path and the projection path",
                 "probe tiedio_gradient takes jax.grad of the mean cross-entropy through TiedIO.apply and sends the "
                 "raw gradient; judge_gradient compares it with gradient_paths (both paths, float64) within "
-                "rtol=1e-4, atol=1e-6"),
-        Promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)",
-                "linen.grad_lookup_blocked / linen.grad_head_blocked / linen.grad_blocked name the missing path; "
-                "a NumPy conversion under jax.grad is linen.grad_numpy, with the student's line"),
+                "rtol=1e-4, atol=1e-6", keys=("linen.grad_after_forward",)),
+        unblocked_promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)", KEYS,
+                          "linen.grad_numpy"),
         Promise("the worked example: ids [0, 2, 2], targets [2, 2, 3] on the module's own (4, 3) matrix prints True",
                 "public case: the same matrix (TiedIO(4, 3) at PRNGKey(0)), ids and targets"),
         Promise("1 to 64 ids, with V up to 512 and D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); "
@@ -395,20 +403,24 @@ def judge_embed(case: Case, value, ref) -> Finding | None:
 
 
 TIED_IO_EMBED = Item(
-    name="tied_io_embed", points=3, probe="call",
+    name="tied_io_embed", points=3, probe="call_alone",
     promises=(
         Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
                 "every case sends floats, the ids a float32 array; called positionally as the signature has no "
                 "defaults"),
-        Promise("cast V and D to int", "FLOAT_SIZES: linen.float_sizes"),
-        Promise("and the ids to jnp.int32", "FLOAT_IDS: linen.float_ids"),
+        Promise("cast V and D to int", "FLOAT_SIZES: linen.float_sizes", keys=("linen.float_sizes",)),
+        Promise("and the ids to jnp.int32", "FLOAT_IDS: linen.float_ids", keys=("linen.float_ids",)),
         Promise("initialise TiedIO with jax.random.PRNGKey(int(seed))", "values equal the reference's draw for each "
-                "hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed"),
+                "hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed; "
+                "probe call_alone runs it with the reference TiedIO, so TiedIO's mistakes stay TiedIO's",
+                keys=("linen.ignores_seed", "linen.float_seed")),
         Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; "
-                "common.untied when a token's logit with itself is negative; linen.scaled"),
-        Promise("return the logits flattened to shape (T·V,)", "common.not_flattened when the (T, V) array is right"),
+                "common.untied when a token's logit with itself is negative; linen.scaled",
+                keys=("common.untied", "linen.scaled")),
+        Promise("return the logits flattened to shape (T·V,)", "common.not_flattened when the (T, V) array is right",
+                keys=("common.not_flattened",)),
         Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
-                "(common.wrong_dtype)"),
+                "(common.wrong_dtype)", keys=("common.wrong_dtype",)),
         Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
     ),
     cases=partial(embed_cases, "01_linen/tied_io_embed"),
@@ -466,18 +478,22 @@ SHARED_PARAMS = Item(
                 "probe shared_structure builds SharedEmbedLM(vocab_size=V, d_model=D) by keyword"),
         Promise("ONE nn.Embed named embed: params/embed/embedding of shape (V, D)",
                 "judge_shared_structure: linen.shared_two_embeds for a second (V, D) table; "
-                "linen.shared_param_names for another name; common.wrong_param_shape"),
+                "linen.shared_param_names for another name; common.wrong_param_shape",
+                keys=("linen.shared_two_embeds", "linen.shared_param_names", "common.wrong_param_shape")),
         Promise("the head is that table (embed.attend), not a matrix of its own",
                 "judge_shared_structure: linen.shared_dense_head for any (D, V) leaf outside the three expected "
                 "paths (V=D=16 hidden case included: a head's kernel then has the mixer's shape but another path); "
                 "the forward item gives only the three expected leaves, so a head of its own raises "
-                "linen.param_not_found"),
+                "linen.param_not_found", keys=("linen.shared_dense_head", "linen.param_not_found")),
         Promise("an nn.Dense(d_model) named mixer between lookup and head: params/mixer/kernel (D, D) and "
                 "params/mixer/bias (D,)", "judge_shared_structure: linen.shared_no_mixer when no params/mixer leaf "
-                "exists; linen.shared_param_names for a missing bias or other names; common.wrong_param_shape"),
-        Promise("nothing else: exactly those three leaves", "judge_shared_structure: linen.shared_param_names"),
+                "exists; linen.shared_param_names for a missing bias or other names; common.wrong_param_shape",
+                keys=("linen.shared_no_mixer", "linen.shared_param_names", "common.wrong_param_shape")),
+        Promise("nothing else: exactly those three leaves", "judge_shared_structure: linen.shared_param_names",
+                keys=("linen.shared_param_names",)),
         Promise("the table initialised with nn.initializers.normal(stddev=0.02)",
-                "judge_shared_structure: common.init_std on the V=512, D=256 case (ten standard errors)"),
+                "judge_shared_structure: common.init_std on the V=512, D=256 case (ten standard errors)",
+                keys=("common.init_std",)),
         Promise("the worked example: V=8, D=4, the printed tree of shapes", "public case V=8, D=4, seed 0"),
     ),
     cases=shared_structure_cases, reference=lambda case: None, judge=judge_shared_structure,
@@ -526,11 +542,12 @@ SHARED_CALL = Item(
         Promise("__call__(token_ids) takes int ids of shape (T,)", "probe shared_forward passes int32 ids"),
         Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256",
                 "hidden cases T=1; V=D=16; T=64 over V=9; T=33, V=50; T=64, V=512, D=256; ids hold V-1 and 0"),
-        Promise("returns float32 logits of shape (T, V)", "compare_arrays: common.wrong_shape, common.wrong_dtype"),
+        Promise("returns float32 logits of shape (T, V)", "compare_arrays: common.wrong_shape, common.wrong_dtype",
+                keys=("common.wrong_shape", "common.wrong_dtype")),
         Promise("look the ids up in embed, apply mixer, then embed.attend",
                 "the grader applies the module with its own table, kernel and bias and compares with "
                 "(E[ids] @ W + b) @ E.T in float64 within rtol=1e-4, atol=1e-5; linen.shared_mixer_skipped when "
-                "the result is E[ids] @ E.T"),
+                "the result is E[ids] @ E.T", keys=("linen.shared_mixer_skipped",)),
         Promise("the worked example: logits (4, 8) float32 that equal the hand-written mixer(E[ids]) @ E.T",
                 "public case: V=8, D=4, the notebook's ids [1, 3, 3, 7], parameters the grader draws"),
     ),
@@ -572,10 +589,10 @@ SHARED_GRADIENT = Item(
                 "the lookup path and the embed.attend path",
                 "probe shared_gradient takes jax.grad of the mean cross-entropy through SharedEmbedLM.apply with "
                 "respect to the table (the grader's kernel and bias fixed) and sends it raw; judge_gradient "
-                "compares it with gradient_paths (both paths through the mixer, float64)"),
-        Promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)",
-                "linen.shared_grad_head_blocked / linen.shared_grad_lookup_blocked / linen.shared_grad_blocked "
-                "name the missing path; linen.grad_numpy with the student's line"),
+                "compares it with gradient_paths (both paths through the mixer, float64)",
+                keys=("linen.shared_grad_after_forward",)),
+        unblocked_promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)", SHARED_KEYS,
+                          "linen.grad_numpy"),
     ),
     cases=shared_gradient_cases, reference=shared_gradient_reference, judge=judge_gradient(SHARED_KEYS),
     errors=(ErrorPattern("linen.grad_numpy", r"TracerArrayConversionError"),),

@@ -1,8 +1,38 @@
 """Kernel-side probes of chapter 01 (Flax Linen).  Facts only, no judging."""
+from functools import cache
+
 import numpy as np
 
 from grader.probe_jax import mean_cross_entropy, path_name
-from grader.probe_runtime import lookup, raw_values
+from grader.probe_runtime import call, lookup, raw_values, standing_in
+
+INIT_STD = 0.02  # the embedding's initialiser: nn.initializers.normal(stddev=0.02)
+
+
+@cache
+def reference_tiedio():
+    """The exercise's ``TiedIO``, as the solution writes it."""
+    import flax.linen as nn
+
+    class TiedIO(nn.Module):
+        vocab_size: int
+        d_model: int
+
+        @nn.compact
+        def __call__(self, token_ids):
+            embedding = self.param(
+                "embedding", nn.initializers.normal(stddev=INIT_STD), (self.vocab_size, self.d_model)
+            )
+            return embedding[token_ids] @ embedding.T
+
+    return TiedIO
+
+
+def call_alone(ns, fn, args):
+    """``call`` with the reference ``TiedIO`` in place of the notebook's: ``tied_io_embed``
+    is judged on its own code, and a mistake in ``TiedIO`` is ``TiedIO``'s items' to report."""
+    with standing_in(ns, {"TiedIO": reference_tiedio()}):
+        return call(ns, fn, args)
 
 
 def _param_tree(variables):

@@ -152,7 +152,8 @@ TENSOR_TYPES = ("Tensor", "Parameter")
 WHOLE_TENSORS = Promise("Work on whole tensors: no Python loop over heads or positions.",
                         "cost case mlm.case_cost: the ATen operations one call dispatches, counted in the kernel "
                         "at two sizes of each dimension, may not grow with it (mlm.cost_grows, or "
-                        "mlm.python_loop with the loop's line when the source shows it)")
+                        "mlm.python_loop with the loop's line when the source shows it)",
+                        keys=("mlm.cost_grows", "mlm.python_loop"))
 
 
 def _bound_to_forbidden(globals_: dict) -> dict[str, str]:
@@ -350,15 +351,18 @@ LAYER_NORM_ITEM = exercise(
         Promise("normalises the last axis of a tensor of any shape", "hidden cases 1-D (16,), 2-D (7, 5), 3-D, 4-D "
                 "(2, 3, 4, 8), one feature (5, 1), two features (2, 5, 2), 128 features offset by 10"),
         Promise("without learned scale or shift", "values against the reference"),
-        Promise("(x - mean) / sqrt(var + eps)", "symptom mlm.eps_outside (eps added to the standard deviation)"),
+        Promise("(x - mean) / sqrt(var + eps)", "symptom mlm.eps_outside (eps added to the standard deviation)",
+                keys=("mlm.eps_outside",)),
         Promise("eps=1e-5 by default, eps used when passed", "hidden case of variance near eps with a constant row "
-                "(first hidden case), cases eps=0.1 and eps=1e-12: mlm.eps_value names the eps used (0, 1e-12, ...)"),
-        Promise("var is the biased variance (divide by d, not d - 1)", "symptom mlm.unbiased_variance"),
-        Promise("returns a tensor", "the probe sends the result's type: mlm.not_a_tensor"),
+                "(first hidden case), cases eps=0.1 and eps=1e-12: mlm.eps_value names the eps used (0, 1e-12, ...)",
+                keys=("mlm.eps_value",)),
+        Promise("var is the biased variance (divide by d, not d - 1)", "symptom mlm.unbiased_variance",
+                keys=("mlm.unbiased_variance",)),
+        Promise("returns a tensor", "the probe sends the result's type: mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
         Promise("nn.LayerNorm / F.layer_norm are not allowed", "raise while checked (mlm_probe); source check of "
                 "every spelling (F.layer_norm, torch.layer_norm, torch.ops.aten.native_layer_norm, getattr(..., "
                 "'layer_norm'), a name bound by import ... as) with its line; runtime: aten.native_layer_norm "
-                "dispatched"),
+                "dispatched", keys=("mlm.forbidden_layer_norm",)),
         WHOLE_TENSORS,
     ),
     cases=ln_cases, reference=lambda case: _ln_reference(**case.args), cost=lambda: tensor_cost("layer_norm"),
@@ -399,12 +403,12 @@ GELU_ITEM = exercise(
     promises=(
         Promise("gelu_tanh(x), elementwise, any shape", "cases (13,), (4, 64, 128), (63, 1), (2, 3, 4, 5)"),
         Promise("the tanh form 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))",
-                "values (rtol 1e-5); symptom mlm.exact_gelu"),
+                "values (rtol 1e-5); symptom mlm.exact_gelu", keys=("mlm.exact_gelu",)),
         Promise("finite for large inputs", "hidden case |x| up to 100"),
-        Promise("returns a tensor", "mlm.not_a_tensor"),
+        Promise("returns a tensor", "mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
         Promise("F.gelu is not allowed", "raise while checked; source check (F.gelu, torch._C._nn.gelu, "
                 "torch.ops.aten.gelu, getattr(torch.ops.aten, 'gelu'), from torch.nn.functional import gelu as g) "
-                "with its line; runtime: aten.gelu dispatched"),
+                "with its line; runtime: aten.gelu dispatched", keys=("mlm.forbidden_gelu",)),
         WHOLE_TENSORS,
     ),
     cases=gelu_cases, reference=lambda case: gelu_ref(case.args["x"]), cost=lambda: tensor_cost("gelu_tanh"),
@@ -506,15 +510,17 @@ ATTENTION_ITEM = exercise(
         Promise("multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads), x (N, T, d_model)",
                 "hidden cases N 1-4, T 1-64, d_model 4-128, heads 1 to d_model (d_head = 1)"),
         Promise("weights applied as x @ W, no biases", "values against the reference"),
-        Promise("heads of d_head contiguous features", "symptom mlm.head_split (flat or strided split, any merge)"),
-        Promise("scores q @ kᵀ / sqrt(d_head)", "symptom mlm.missing_scale"),
-        Promise("softmax over the keys", "symptom mlm.softmax_axis"),
-        Promise("no mask: every position sees every other one", "symptom mlm.causal_mask"),
-        Promise("heads back together in the same order, then @ w_o", "mlm.head_split covers every wrong merge"),
-        Promise("returns a tensor", "mlm.not_a_tensor"),
+        Promise("heads of d_head contiguous features", "symptom mlm.head_split (flat or strided split, any merge)",
+                keys=("mlm.head_split",)),
+        Promise("scores q @ kᵀ / sqrt(d_head)", "symptom mlm.missing_scale", keys=("mlm.missing_scale",)),
+        Promise("softmax over the keys", "symptom mlm.softmax_axis", keys=("mlm.softmax_axis",)),
+        Promise("no mask: every position sees every other one", "symptom mlm.causal_mask", keys=("mlm.causal_mask",)),
+        Promise("heads back together in the same order, then @ w_o", "mlm.head_split covers every wrong merge",
+                keys=("mlm.head_split",)),
+        Promise("returns a tensor", "mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
         Promise("nn.MultiheadAttention, F.scaled_dot_product_attention not allowed", "raise while checked; source "
                 "check of the names with their line; runtime: aten._native_multi_head_attention, "
-                "aten._scaled_dot_product_*"),
+                "aten._scaled_dot_product_*", keys=("mlm.forbidden_attention",)),
         WHOLE_TENSORS,
     ),
     cases=mha_cases, reference=lambda case: mha_ref(**case.args), cost=mha_cost,
@@ -638,17 +644,21 @@ FORWARD_ITEM = exercise(
         Promise("for every block (there may be none)", "cases with 0, 1, 2 and 3 blocks (the notebook's bare "
                 "example)"),
         Promise("pre-LN: x + MHA(LN(x)), then x + FFN(LN(x)), LN with its default eps", "symptoms mlm.post_ln, "
-                "mlm.forward_eps (hidden case of small embeddings, where eps matters)"),
-        Promise("FFN(u) = gelu_tanh(u @ w_mlp1) @ w_mlp2", "values; symptom mlm.exact_gelu when GELU is inlined"),
+                "mlm.forward_eps (hidden case of small embeddings, where eps matters)",
+                keys=("mlm.post_ln", "mlm.forward_eps")),
+        Promise("FFN(u) = gelu_tanh(u @ w_mlp1) @ w_mlp2", "values; symptom mlm.exact_gelu when GELU is inlined",
+                keys=("mlm.exact_gelu",)),
         Promise("judged on its own", "the probe runs it with the reference layer_norm, gelu_tanh and "
                 "multi_head_attention in place of the student's"),
-        Promise("tied head x @ w_emb.T, no other matrix, no final LayerNorm", "symptom mlm.separate_head"),
+        Promise("tied head x @ w_emb.T, no other matrix, no final LayerNorm", "symptom mlm.separate_head",
+                keys=("mlm.separate_head",)),
         Promise("return logits_all[mask_indicator > 0.5], (M, V), batch-then-position order",
-                "masks some, none (M = 0) and all; symptom mlm.not_gathered"),
-        Promise("returns a tensor", "mlm.not_a_tensor"),
+                "masks some, none (M = 0) and all; symptom mlm.not_gathered", keys=("mlm.not_gathered",)),
+        Promise("returns a tensor", "mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
         Promise("no Python loop over heads or positions (the loop over the blocks is the one allowed)",
                 "cost case: the dispatched operations may not grow with heads, T, N or the masked positions M "
-                "(the blocks stay one); mlm.python_loop_forward names a loop not over blocks_weights"),
+                "(the blocks stay one); mlm.python_loop_forward names a loop not over blocks_weights",
+                keys=("mlm.python_loop_forward",)),
         Promise("forbidden built-ins", "as in the helpers: raise, source check, dispatched operations"),
     ),
     cases=forward_cases, reference=lambda case: forward_ref(**case.args), cost=forward_cost,

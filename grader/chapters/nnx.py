@@ -22,9 +22,11 @@ from .linen import (
     embed_cases,
     embed_sizes,
     forward_cases,
+    forward_reference,
     gradient_paths,
     gradient_reference,
     ids_of,
+    ids_promises,
     init_std_finding,
     judge_gradient,
     judge_logits,
@@ -32,7 +34,9 @@ from .linen import (
     shape_shown,
     structure_cases,
     tied_logits,
+    unblocked_promise,
 )
+from .nnx_probe import reference_tiedembed
 
 KEYS = dict(
     transposed="nnx.product_transposed", missing_transpose="nnx.missing_transpose",
@@ -44,29 +48,11 @@ PROBED = ("kind", "params", "path", "logits")  # what the forward and gradient p
 
 
 @cache
-def _reference_module():
-    import jax
-    import jax.numpy as jnp
-    from flax import nnx
-
-    class TiedEmbed(nnx.Module):
-        def __init__(self, vocab_size, d_model, rngs):
-            draw = jax.random.normal(rngs.params(), (vocab_size, d_model))
-            self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
-
-        def __call__(self, token_ids):
-            matrix = self.embedding[...]
-            return matrix[token_ids] @ matrix.T
-
-    return TiedEmbed
-
-
-@cache
 def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
     """The float32 matrix that ``TiedEmbed(V, D, rngs=nnx.Rngs(seed))`` draws."""
     from flax import nnx
 
-    model = _reference_module()(vocab_size, d_model, rngs=nnx.Rngs(seed))
+    model = reference_tiedembed()(vocab_size, d_model, rngs=nnx.Rngs(seed))
     return np.asarray(model.embedding[...])
 
 
@@ -123,14 +109,17 @@ TIEDEMBED_PARAMS = Item(
         Promise("built as TiedEmbed(vocab_size, d_model, rngs=nnx.Rngs(seed))",
                 "probe _build: V and D positional, rngs by keyword, as the notebook writes it"),
         Promise("stores the matrix as the only parameter", "judge_structure: nnx.param_count; nnx.copied_param for "
-                "a second Param that starts as a copy; nnx.no_param"),
+                "a second Param that starts as a copy; nnx.no_param",
+                keys=("nnx.param_count", "nnx.copied_param", "nnx.no_param")),
         Promise("self.embedding = nnx.Param(...)", "judge_structure: nnx.param_name; nnx.param_in_submodule (an "
-                "nnx.Embed's Param); nnx.not_a_param for a plain array or another Variable kind"),
+                "nnx.Embed's Param); nnx.not_a_param for a plain array or another Variable kind",
+                keys=("nnx.param_name", "nnx.param_in_submodule", "nnx.not_a_param", "nnx.no_embedding",
+                      "nnx.no_matrix")),
         Promise("a (V, D) matrix", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
-                "V=512, D=256 (hidden)"),
+                "V=512, D=256 (hidden)", keys=("common.wrong_param_shape",)),
         Promise("drawn from jax.random.normal with rngs.params(), divided by sqrt(D)",
                 "judge_structure: common.init_std on V=512, D=256 (10 standard errors); the exact draw is held by "
-                "tied_io_embed's values"),
+                "tied_io_embed's values", keys=("common.init_std",)),
         Promise("the worked example: nnx.state(model, nnx.Param) holds one (4, 3) entry",
                 "public case V=4, D=3, seed 0"),
     ),
@@ -157,19 +146,19 @@ def judge_forward(case: Case, value: dict, ref) -> Finding | None:
 TIEDEMBED_CALL = Item(
     name="TiedEmbed.__call__", symbol="TiedEmbed", points=2, probe="tiedembed_forward",
     promises=(
-        Promise("__call__(token_ids) takes int ids of shape (T,)", "probe tiedembed_forward passes int32 ids"),
-        Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
-                "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; every "
-                "case with two or more ids holds id V-1 first and id 0 last"),
-        Promise("returns logits of shape (T, V)", "common.wrong_shape; nnx.product_transposed; nnx.no_lookup"),
-        Promise("look the ids up in the matrix", "nnx.wrong_rows (an off-by-one or reordered lookup)"),
+        *ids_promises("tiedembed_forward"),
+        Promise("returns logits of shape (T, V)", "common.wrong_shape; nnx.product_transposed; nnx.no_lookup",
+                keys=("common.wrong_shape", "nnx.product_transposed", "nnx.no_lookup")),
+        Promise("look the ids up in the matrix", "nnx.wrong_rows (an off-by-one or reordered lookup)",
+                keys=("nnx.wrong_rows",)),
         Promise("then project with its transpose", "nnx.missing_transpose (square case, or MISSING_TRANSPOSE); "
-                "nnx.scaled; nnx.forward_untied when the projection reads a second Param"),
+                "nnx.scaled; nnx.forward_untied when the projection reads a second Param",
+                keys=("nnx.missing_transpose", "nnx.scaled", "nnx.forward_untied")),
         Promise("values", "E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader into "
                 "self.embedding (or the module's only (V, D) Param: the forward pass is judged on its own)"),
     ),
     cases=partial(forward_cases, "02_nnx/TiedEmbed.__call__", reference_embedding),
-    reference=lambda case: tied_logits(case.args["embedding"], case.args["token_ids"]),
+    reference=forward_reference,
     judge=judge_forward,
 )
 
@@ -236,11 +225,9 @@ TIEDEMBED_GRADIENT = Item(
                 "the projection path",
                 "probe tiedembed_gradient takes nnx.grad of the mean cross-entropy through the student's module and "
                 "sends the raw gradient of the matrix; judge_gradient compares with gradient_paths (float64) within "
-                "rtol=1e-4, atol=1e-6"),
-        Promise("nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)",
-                "nnx.grad_lookup_blocked / nnx.grad_head_blocked / nnx.grad_blocked name the missing path; "
-                "nnx.grad_numpy, with the student's line; nnx.grad_not_a_param when nnx.grad gives the matrix "
-                "nothing"),
+                "rtol=1e-4, atol=1e-6", keys=("nnx.grad_after_forward",)),
+        unblocked_promise("nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)", KEYS, "nnx.grad_numpy",
+                          ("when nnx.grad gives the matrix nothing", "nnx.grad_not_a_param")),
         Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
                 "public case: the same matrix, ids and targets"),
         Promise("1 to 64 ids, V up to 512, D up to 256",
@@ -281,7 +268,8 @@ TIEDEMBED_WARNINGS = Item(
     promises=(
         Promise("read the array with self.embedding[...]; the class raises no DeprecationWarning",
                 "probe tiedembed_warnings records the deprecation warnings of building and calling it; those from "
-                "the student's lines fail: nnx.deprecated_value for .value, nnx.deprecated_api otherwise"),
+                "the student's lines fail: nnx.deprecated_value for .value, nnx.deprecated_api otherwise",
+                keys=("nnx.deprecated_value", "nnx.deprecated_api")),
     ),
     cases=warnings_cases, reference=lambda case: None, judge=judge_warnings,
 )
@@ -310,19 +298,22 @@ def judge_embed(case: Case, value, ref) -> Finding | None:
 
 
 TIED_IO_EMBED = Item(
-    name="tied_io_embed", points=2, probe="call",
+    name="tied_io_embed", points=2, probe="call_alone",
     promises=(
         Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
                 "every case sends floats, the ids a float32 array; called positionally (no defaults)"),
-        Promise("cast V and D to int", "FLOAT_SIZES: nnx.float_sizes"),
-        Promise("and the ids to jnp.int32", "FLOAT_IDS: nnx.float_ids"),
+        Promise("cast V and D to int", "FLOAT_SIZES: nnx.float_sizes", keys=("nnx.float_sizes",)),
+        Promise("and the ids to jnp.int32", "FLOAT_IDS: nnx.float_ids", keys=("nnx.float_ids",)),
         Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden seed "
-                "(all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: nnx.float_seed"),
-        Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied"),
+                "(all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: nnx.float_seed; "
+                "probe call_alone runs it with the reference TiedEmbed, so TiedEmbed's mistakes stay TiedEmbed's",
+                keys=("nnx.ignores_seed", "nnx.init_scale", "nnx.float_seed")),
+        Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied",
+                keys=("common.untied",)),
         Promise("return the logits flattened to shape (T·V,) with .reshape(-1)", "common.not_flattened when the "
-                "(T, V) array is right"),
+                "(T, V) array is right", keys=("common.not_flattened",)),
         Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
-                "(common.wrong_dtype)"),
+                "(common.wrong_dtype)", keys=("common.wrong_dtype",)),
         Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases as for __call__"),
     ),
     cases=partial(embed_cases, "02_nnx/tied_io_embed"),
@@ -406,11 +397,14 @@ TIED_GRAD_PATHS = Item(
         Promise("tied_grad_paths(embedding, token_ids, targets): a (V, D) float32 matrix and int ids and targets of "
                 "shape (T,)", "cases send a float32 array and two int32 arrays, positionally"),
         Promise("returns both paths stacked, shape (2, V, D)", "nnx.grad_not_stacked for one (V, D) matrix, and for a "
-                "tuple, list or dict, judged from the raw type (probe typed_call); common.wrong_shape"),
+                "tuple, list or dict, judged from the raw type (probe typed_call); common.wrong_shape",
+                keys=("nnx.grad_not_stacked", "common.wrong_shape")),
         Promise("[0] the lookup path, [1] the projection path", "nnx.grad_swapped; nnx.grad_total for the sum in "
-                "one slot; nnx.grad_lookup_zero / nnx.grad_head_zero for a path stopped to zeros"),
-        Promise("of the mean cross-entropy", "nnx.grad_sum_not_mean"),
-        Promise("a repeated id adds its gradient to the row", "nnx.grad_set_not_add; the public case repeats token 2"),
+                "one slot; nnx.grad_lookup_zero / nnx.grad_head_zero for a path stopped to zeros",
+                keys=("nnx.grad_swapped", "nnx.grad_total", "nnx.grad_lookup_zero", "nnx.grad_head_zero")),
+        Promise("of the mean cross-entropy", "nnx.grad_sum_not_mean", keys=("nnx.grad_sum_not_mean",)),
+        Promise("a repeated id adds its gradient to the row", "nnx.grad_set_not_add; the public case repeats token 2",
+                keys=("nnx.grad_set_not_add",)),
         Promise("the grader compares them with what nnx.grad gives", "gradient_paths in float64, rtol=1e-4, "
                 "atol=1e-6; no dtype is imposed (NumPy by hand is allowed)"),
         Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",

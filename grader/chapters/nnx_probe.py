@@ -1,14 +1,41 @@
 """Kernel-side probes of chapter 02 (Flax NNX).  Facts only, no judging."""
 import linecache
 import warnings
+from functools import cache
 
 import numpy as np
 
 from grader.probe_jax import mean_cross_entropy, path_name
-from grader.probe_runtime import call, clip, lookup, raw_values
+from grader.probe_runtime import call, clip, lookup, raw_values, standing_in
 
 # Warnings that announce an API on its way out; the judge decides which matter.
 _DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
+
+
+@cache
+def reference_tiedembed():
+    """The exercise's ``TiedEmbed``, as the solution writes it."""
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    class TiedEmbed(nnx.Module):
+        def __init__(self, vocab_size, d_model, rngs):
+            draw = jax.random.normal(rngs.params(), (vocab_size, d_model))
+            self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
+
+        def __call__(self, token_ids):
+            matrix = self.embedding[...]
+            return matrix[token_ids] @ matrix.T
+
+    return TiedEmbed
+
+
+def call_alone(ns, fn, args):
+    """``call`` with the reference ``TiedEmbed`` in place of the notebook's: ``tied_io_embed``
+    is judged on its own code, and a mistake in ``TiedEmbed`` is ``TiedEmbed``'s items' to report."""
+    with standing_in(ns, {"TiedEmbed": reference_tiedembed()}):
+        return call(ns, fn, args)
 
 
 def _build(ns, vocab_size, d_model, seed):

@@ -141,13 +141,18 @@ TIE_WEIGHTS = Item(
                 "V < d, V = d, V > d"),
         Promise("with or without a bias", "cases with bias=True and bias=False"),
         Promise("ties in place: lm_head.weight is embedding.weight, the very same Parameter",
-                "identities compared here; _untied_finding names copy, .data alias, new Parameter, transpose"),
+                "identities compared here; _untied_finding names copy, .data alias, new Parameter, transpose",
+                keys=("pytorch.copied", "pytorch.data_alias", "pytorch.new_parameter", "pytorch.transposed",
+                      "pytorch.not_tied")),
         Promise("the embedding keeps its values",
-                "judge_tie: embedding values equal the case's (wrong_direction, embedding_changed)"),
+                "judge_tie: embedding values equal the case's (wrong_direction, embedding_changed)",
+                keys=("pytorch.wrong_direction", "pytorch.embedding_changed")),
         Promise("leave the head's bias alone",
-                "judge_tie: same bias Parameter and values, none added (bias_dropped, bias_changed)"),
+                "judge_tie: same bias Parameter and values, none added (bias_dropped, bias_changed)",
+                keys=("pytorch.bias_dropped", "pytorch.bias_changed")),
         Promise("the tied head computes h @ E.T + bias", "logits of the head against tie_reference"),
-        Promise("no ValueError when the shapes match", "ErrorPattern pytorch.refused_matching"),
+        Promise("no ValueError when the shapes match", "ErrorPattern pytorch.refused_matching",
+                keys=("pytorch.refused_matching",)),
     ),
 )
 
@@ -196,12 +201,14 @@ TIE_WEIGHTS_REFUSED = Item(
     promises=(
         Promise("when lm_head.weight.shape differs from embedding.weight.shape, raise ValueError",
                 "refused cases: wrong V, wrong d, transposed (d, V), square embedding, V = 1; "
-                "no_shape_check, wrong_exception"),
+                "no_shape_check, wrong_exception",
+                keys=("pytorch.no_shape_check", "pytorch.wrong_exception")),
         Promise("the message names both shapes",
                 "judge_refused: names_shape finds (V, d) and (out, in) in the raw message "
-                "(empty_message, message_without_shapes)"),
+                "(empty_message, message_without_shapes)",
+                keys=("pytorch.empty_message", "pytorch.message_without_shapes")),
         Promise("change nothing", "same Parameters and values in both modules afterwards "
-                                  "(tied_before_check)"),
+                                  "(tied_before_check)", keys=("pytorch.tied_before_check",)),
     ),
 )
 
@@ -306,16 +313,21 @@ TINYLM_TIED = Item(
                 "probe passes n_layers by keyword, or leaves it out (cases 0 and 3 expect 2 blocks)"),
         Promise("modules named embed, blocks, ln_f, lm_head",
                 "ErrorPattern pytorch.module_names; kinds facts: nn.Embedding(V, d), nn.LayerNorm(d), "
-                "nn.Linear(d, V) (module_kind)"),
-        Promise("lm_head has no bias", "fact head_bias (head_bias)"),
+                "nn.Linear(d, V) (module_kind)", keys=("pytorch.module_names", "pytorch.module_kind")),
+        Promise("lm_head has no bias", "fact head_bias (head_bias)", keys=("pytorch.head_bias",)),
         Promise("n_layers blocks in an nn.ModuleList, registered",
-                "state_dict keys blocks.0 … blocks.<n-1> sent raw (blocks_not_registered, block_count)"),
+                "state_dict keys blocks.0 … blocks.<n-1> sent raw (blocks_not_registered, block_count)",
+                keys=("pytorch.blocks_not_registered", "pytorch.block_count")),
         Promise("lm_head tied to embed: one Parameter",
                 "identities, data pointers, version bump, compared here (copied, data_alias, new_parameter, "
-                "transposed, not_tied)"),
-        Promise("the matrix is registered under two names only", "parameter counts (param_count)"),
+                "transposed, not_tied)",
+                keys=("pytorch.copied", "pytorch.data_alias", "pytorch.new_parameter", "pytorch.transposed",
+                      "pytorch.not_tied")),
+        Promise("the matrix is registered under two names only", "parameter counts (param_count)",
+                keys=("pytorch.param_count",)),
         Promise("the tie survives an optimizer step and .to(torch.float64)",
-                "facts after one SGD step and after .to (untied_by_step, untied_by_to)"),
+                "facts after one SGD step and after .to (untied_by_step, untied_by_to)",
+                keys=("pytorch.untied_by_step", "pytorch.untied_by_to")),
     ),
 )
 
@@ -343,7 +355,7 @@ def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
     if not facts["ln_f_calls"]:
         return Finding("pytorch.ln_f_unused")
     h, embedding = _f64(facts["h"]), _f64(facts["embed"])
-    if h.shape != (*ids.shape, embedding.shape[1]):
+    if embedding.ndim != 2 or h.shape != (*ids.shape, embedding.shape[1]):
         return Finding("pytorch.logits_not_tied")
     bias = _f64(facts["bias"])  # a head bias is TinyLM.tied's to judge: here, lm_head is what it is
     ref = h @ embedding.T + (bias if bias.shape == (v,) else 0.0)
@@ -367,11 +379,14 @@ TINYLM_FORWARD = Item(
         Promise("forward(input_ids): int64 ids (B, T) to float32 logits (B, T, V)",
                 "judge_forward: a tensor, dtype torch.float32, shape (B, T, V)"),
         Promise("sequences of 1 to 64 tokens, d_model a multiple of 4 from 4",
-                "cases with T = 1, T = 64 and d = 4 among seven shapes (index_out_of_range)"),
-        Promise("every block runs", "forward hooks count each block's calls (blocks_unused)"),
+                "cases with T = 1, T = 64 and d = 4 among seven shapes (index_out_of_range)",
+                keys=("pytorch.index_out_of_range",)),
+        Promise("every block runs", "forward hooks count each block's calls (blocks_unused)",
+                keys=("pytorch.blocks_unused",)),
         Promise("ln_f, then lm_head, and nothing after it",
                 "hook on ln_f: logits equal lm_head(ln_f's output), the head re-tied by the probe "
-                "when the model is not (ln_f_unused, not_tied, transposed, logits_not_tied)"),
+                "when the model is not (ln_f_unused, not_tied, transposed, logits_not_tied)",
+                keys=("pytorch.ln_f_unused", "pytorch.not_tied", "pytorch.transposed", "pytorch.logits_not_tied")),
         Promise("checks call model.eval() first", "probe calls model.eval()"),
     ),
 )
@@ -390,7 +405,10 @@ def lookup_path(facts: dict, shape) -> np.ndarray | None:
     found = np.zeros(shape, np.float64)
     calls = [c for c in facts.get("lookups") or () if c.get("grad") is not None]
     for call in calls:
-        ids, grad = np.asarray(call["ids"], np.int64).ravel(), _f64(call["grad"])
+        ids, grad = as_numbers(call["ids"]), _f64(call["grad"])
+        if ids is None:  # no ids recorded: no lookup to add up
+            return None
+        ids = ids.astype(np.int64).ravel()
         if grad.shape[-1:] != shape[-1:] or grad.size != ids.size * shape[-1] or np.any((ids < 0) | (ids >= shape[0])):
             return None
         np.add.at(found, ids, grad.reshape(-1, shape[-1]))
@@ -426,7 +444,8 @@ TINYLM_GRAD = Item(
                 "probe re-ties an untied model and sends the raw gradient of embed.weight with what each "
                 "lookup's output received; judge_grad adds the lookup's part into its rows and judges the rest "
                 "as the projection's, whatever spells the head (lm_head, F.linear, @ embed.weight.T): "
-                "lookup_not_embed, projection_detached, grad_one_path"),
+                "lookup_not_embed, projection_detached, grad_one_path",
+                keys=("pytorch.lookup_not_embed", "pytorch.projection_detached", "pytorch.grad_one_path")),
     ),
 )
 
@@ -530,14 +549,18 @@ TIED_LOGITS = Item(
     promises=(
         Promise("tied_logits(h, E, b=None)", "probe passes b by keyword, leaves it out, or passes b=None"),
         Promise("h of shape (..., d), any number of leading dimensions, possibly none",
-                "cases with 0 to 4 leading dimensions (leading_shape, mm_2d)"),
+                "cases with 0 to 4 leading dimensions (leading_shape, mm_2d)",
+                keys=("pytorch.leading_shape", "pytorch.mm_2d")),
         Promise("returns h @ E.T + b, or h @ E.T without a bias",
-                "values against logits_reference (missing_transpose, bias_ignored, none_bias)"),
+                "values against logits_reference (missing_transpose, bias_ignored, none_bias)",
+                keys=("pytorch.missing_transpose", "pytorch.bias_ignored", "pytorch.none_bias", "pytorch.broadcast")),
         Promise("of shape (..., V)", "compare_arrays shape check"),
-        Promise("a float32 tensor", "facts is_tensor and dtype (not_a_tensor, common.wrong_dtype)"),
+        Promise("a float32 tensor", "facts is_tensor and dtype (not_a_tensor, common.wrong_dtype)",
+                keys=("common.wrong_dtype", "pytorch.not_a_tensor")),
         Promise("stays on the autograd graph: gradients reach h, E and b",
                 "probe runs backward with an upstream array; judge compares the raw gradients "
-                "with logits_gradients (logits_detached, logits_grad, numpy_round_trip)"),
+                "with logits_gradients (logits_detached, logits_grad, numpy_round_trip)",
+                keys=("pytorch.logits_detached", "pytorch.logits_grad", "pytorch.numpy_round_trip")),
     ),
     errors=(
         ErrorPattern("pytorch.numpy_round_trip", r"RuntimeError", r"numpy\(\) on Tensor that requires grad"),

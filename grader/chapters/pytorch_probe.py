@@ -6,7 +6,7 @@ student's code, and returns what it finds as plain arrays, numbers and booleans.
 
 import numpy as np
 
-from grader.probe_runtime import clip, error_text, lookup
+from grader.probe_runtime import clip, error_text, lookup, standing_in
 from grader.probe_torch import single_threaded, to_numpy
 
 
@@ -118,14 +118,24 @@ def tie_weights_refused(ns, embedding, head):
     return facts
 
 
+def reference_tie_weights(embedding, lm_head):
+    """The exercise's ``tie_weights``, as the solution writes it."""
+    if lm_head.weight.shape != embedding.weight.shape:
+        raise ValueError(f"cannot tie: lm_head.weight has shape {tuple(lm_head.weight.shape)}, "
+                         f"embedding.weight has shape {tuple(embedding.weight.shape)}")
+    lm_head.weight = embedding.weight
+
+
 def _tinylm(ns, vocab_size, d_model, n_layers, seed):
     """The student's model as the exercise's signature allows: ``n_layers`` by keyword,
-    or left to its default when the case gives None."""
+    or left to its default when the case gives None.  A ``TinyLM`` that ties with the
+    notebook's ``tie_weights`` gets the reference one: a mistake there is that item's."""
     import torch
 
     torch.manual_seed(int(seed))
     layers = {} if n_layers is None else {"n_layers": int(n_layers)}
-    model = lookup(ns, "TinyLM")(int(vocab_size), int(d_model), **layers)
+    with standing_in(ns, {"tie_weights": reference_tie_weights}):
+        model = lookup(ns, "TinyLM")(int(vocab_size), int(d_model), **layers)
     model.eval()  # no dropout: every probe below must be deterministic
     return model
 

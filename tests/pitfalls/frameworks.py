@@ -154,4 +154,15 @@ return Converted(state_dict)
         "torch_to_nnx": nnx_fill().replace('"bias": array("mixer.bias")', '"bias": jnp.zeros_like(array("mixer.bias"))'),
     }, {"linen_to_torch.tied": "frameworks.torch_keys", "linen_to_torch": "pass",
         "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.not_loaded"}),
+    # torch_to_nnx alone wrong, linen_to_torch right: an attribute that replaces a submodule,
+    # a matrix one row short, and a look at a model whose mixer was never filled.
+    Pitfall(CH, "embed_replaced_by_param", {
+        "torch_to_nnx": nnx_fill(tail='model.embed = nnx.Param(values["embed"]["embedding"])\n'),
+    }, {**dict.fromkeys(TORCH_ITEMS, "pass"), "torch_to_nnx.params": "frameworks.nnx_paths"}),
+    Pitfall(CH, "last_row_dropped", {"torch_to_nnx": nnx_fill(embedding='array("embed.weight")[:-1]')},
+            {"torch_to_nnx.params": "pass", "torch_to_nnx": "common.wrong_param_shape"}),
+    Pitfall(CH, "unfilled_model_called", {
+        "torch_to_nnx": nnx_fill(tail="model(jnp.array([0]))  # a look at it\n").replace(
+            "nnx.replace_by_pure_dict(state, values)", 'nnx.replace_by_pure_dict(state, {"embed": values["embed"]})'),
+    }, dict.fromkeys(NNX_ITEMS, "frameworks.nnx_unfilled")),
 ]

@@ -190,4 +190,31 @@ PITFALLS += [
     # A shape error in the gradients is not the forward's missing transpose.
     Pitfall(CH, "grad_head_shapes+projection_operands_swapped", {"tied_head_forward": FWD_OPERANDS_SWAPPED, "tied_embedding_grad": GRAD_HEAD_NOT_TRANSPOSED},
             {"tied_embedding_grad": "gpt_head.grad_shapes", "tied_head_forward": "gpt_head.projection_shapes"}),
+    Pitfall(CH, "logits_one_column_short", {"tied_head_forward": '''
+E = np.asarray(E, dtype=np.float64)
+x = E[np.asarray(tokens, dtype=int)]
+x = (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+return (x @ E.T)[:, 1:]
+'''}, {"tied_head_forward": "common.wrong_shape"}),
+    # Three arrays stacked where a pair is asked: the pair is named, not the values.
+    Pitfall(CH, "grads_stacked", {"tied_embedding_grad": '''
+E = np.asarray(E, dtype=np.float64)
+tokens = np.asarray(tokens, dtype=int)
+X = E[tokens]
+logits = X @ E.T
+z = logits - logits.max(axis=-1, keepdims=True)
+G = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
+G[np.arange(len(tokens)), np.asarray(targets, dtype=int)] -= 1.0
+G /= len(tokens)
+grad_lookup = np.zeros_like(E)
+np.add.at(grad_lookup, tokens, G @ E)
+return np.stack([grad_lookup, G.T @ X, G.T @ X])
+'''}, {"tied_embedding_grad": "gpt_head.grad_pair"}),
+    # Every id equally likely: no symptom fits, the distribution itself is named.
+    Pitfall(CH, "uniform_draw", {"sample_next": '''
+z = np.asarray(logits, dtype=np.float64)
+if temperature == 0:
+    return int(np.argmax(z))
+return int(rng.integers(len(z)))
+'''}, {"sample_next": "gpt_head.wrong_distribution"}),
 ]

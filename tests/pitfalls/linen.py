@@ -50,22 +50,22 @@ PITFALLS = [
 x = nn.Embed(self.vocab_size, self.d_model, embedding_init=nn.initializers.normal(stddev=0.02), name="embedding")(token_ids)
 return nn.Dense(self.vocab_size, use_bias=False)(x)
 '''}, {"TiedIO.params": "linen.param_count", "TiedIO.__call__": "linen.submodule", "TiedIO.gradient": "linen.submodule",
-       "tied_io_embed": "common.untied"}),
+       "tied_io_embed": "pass"}),
     Pitfall("01_linen", "second_param", {"TiedIO.__call__": f'''
 embedding = self.param("embedding", {LINEN_INIT})
 head = self.param("head", {LINEN_INIT})
 return embedding[token_ids] @ head.T
 '''}, {"TiedIO.params": "linen.param_count", "TiedIO.__call__": "linen.param_not_found",
-       "tied_io_embed": {"common.untied", "common.wrong_values"}}),
+       "tied_io_embed": "pass"}),
     Pitfall("01_linen", "same_name_twice", {"TiedIO.__call__": f'''
 embedding = self.param("embedding", {LINEN_INIT})
 head = self.param("embedding", {LINEN_INIT})
 return embedding[token_ids] @ head.T
-'''}, {"TiedIO.params": "linen.second_param", "tied_io_embed": "linen.second_param"}),
+'''}, {"TiedIO.params": "linen.second_param", "tied_io_embed": "pass"}),
     Pitfall("01_linen", "missing_transpose", {"TiedIO.__call__": f'''
 embedding = self.param("embedding", {LINEN_INIT})
 return embedding[token_ids] @ embedding
-'''}, {"TiedIO.__call__": "linen.missing_transpose", "tied_io_embed": "linen.missing_transpose",
+'''}, {"TiedIO.__call__": "linen.missing_transpose", "tied_io_embed": "pass",
        "TiedIO.gradient": "linen.missing_transpose"}),
     Pitfall("01_linen", "float_ids", {"tied_io_embed": '''
 module = TiedIO(vocab_size=int(vocab_size), d_model=int(d_model))
@@ -81,7 +81,7 @@ return module.apply(module.init(jax.random.PRNGKey(int(seed)), ids), ids)
 embedding = self.param("embedding", nn.initializers.normal(stddev=1.0), (self.vocab_size, self.d_model))
 return embedding[token_ids] @ embedding.T
 '''}, {"TiedIO.params": "common.init_std", "TiedIO.__call__": "pass", "TiedIO.gradient": "pass",
-       "tied_io_embed": "linen.scaled"}),
+       "tied_io_embed": "pass"}),
     Pitfall("01_linen", "param_name", {"TiedIO.__call__": f'''
 W = self.param("W", {LINEN_INIT})
 return W[token_ids] @ W.T
@@ -107,17 +107,17 @@ return module.apply(module.init(jax.random.PRNGKey(int(seed)), idz), ids).reshap
         {**FORWARD_RIGHT, "TiedIO.gradient": "linen.grad_numpy", "tied_io_embed": "common.wrong_dtype"}),
     # Mistakes once called "untied": each gets its own name.
     Pitfall("01_linen", "off_by_one_lookup", module("return embedding[token_ids + 1] @ embedding.T\n"),
-            {"TiedIO.params": "pass", "TiedIO.__call__": "linen.wrong_rows", "tied_io_embed": "linen.wrong_rows",
+            {"TiedIO.params": "pass", "TiedIO.__call__": "linen.wrong_rows", "tied_io_embed": "pass",
              "TiedIO.gradient": "linen.grad_after_forward"}),
     Pitfall("01_linen", "product_transposed", module("return embedding @ embedding[token_ids].T\n"),
             {"TiedIO.params": "pass", "TiedIO.__call__": "linen.product_transposed",
-             "tied_io_embed": "linen.product_transposed", "TiedIO.gradient": "linen.grad_after_forward"}),
+             "tied_io_embed": "pass", "TiedIO.gradient": "linen.grad_after_forward"}),
     Pitfall("01_linen", "no_lookup", module("return embedding @ embedding.T\n"),
-            {"TiedIO.__call__": "linen.no_lookup", "tied_io_embed": "linen.no_lookup",
+            {"TiedIO.__call__": "linen.no_lookup", "tied_io_embed": "pass",
              "TiedIO.gradient": "linen.grad_after_forward"}),
     Pitfall("01_linen", "scaled_logits", module(
         "return embedding[token_ids] @ embedding.T / jnp.sqrt(self.d_model)\n"),
-        {"TiedIO.__call__": "linen.scaled", "tied_io_embed": "linen.scaled", "TiedIO.params": "pass"}),
+        {"TiedIO.__call__": "linen.scaled", "tied_io_embed": "pass", "TiedIO.params": "pass"}),
     # tied_io_embed: every argument arrives as a float, the seed matters, the dtype is float32.
     Pitfall("01_linen", "ignores_seed", embed(APPLY, seed="0"),
             {"tied_io_embed": "linen.ignores_seed", "TiedIO.gradient": "pass"}),
@@ -125,7 +125,7 @@ return module.apply(module.init(jax.random.PRNGKey(int(seed)), idz), ids).reshap
 embedding = self.param("embedding", nn.initializers.normal(stddev=0.02), (self.d_model, self.vocab_size))
 return embedding[:, token_ids].T @ embedding
 '''}, {"TiedIO.params": "common.wrong_param_shape", "TiedIO.__call__": "linen.param_shape",
-       "TiedIO.gradient": "linen.param_shape", "tied_io_embed": "common.wrong_values"}),
+       "TiedIO.gradient": "linen.param_shape", "tied_io_embed": "pass"}),
     # SharedEmbedLM: each way of untying it, or of dropping the mixer, is named.
     Pitfall("01_linen", "shared_two_embeds", shared(
         EMBED + MIXER + EMBED.replace("self.embed ", "self.out_embed "),
@@ -139,7 +139,7 @@ return embedding[:, token_ids].T @ embedding
     # A mixer created in setup but never called has no parameters: both items name it.
     Pitfall("01_linen", "shared_mixer_skipped", {"SharedEmbedLM.__call__": "return self.embed.attend(self.embed(token_ids))\n"},
             {"SharedEmbedLM.params": "linen.shared_no_mixer", "SharedEmbedLM.__call__": "linen.shared_mixer_skipped",
-             "tied_io_embed": "pass"}),
+             "SharedEmbedLM.gradient": "linen.shared_grad_after_forward", "tied_io_embed": "pass"}),
     Pitfall("01_linen", "shared_param_name", shared(
         EMBED.replace("self.embed ", "self.embedding ") + MIXER,
         "return self.embedding.attend(self.mixer(self.embedding(token_ids)))\n"),
@@ -161,5 +161,16 @@ return self.embed.attend(self.mixer(jax.lax.stop_gradient(self.embed(token_ids))
     Pitfall("01_linen", "bfloat16_param", {"TiedIO.__call__": f'''
 embedding = self.param("embedding", {LINEN_INIT}, jnp.bfloat16)
 return embedding[token_ids] @ embedding.T
-'''}, {"TiedIO.params": "common.wrong_dtype", "tied_io_embed": "common.wrong_dtype"}),
+'''}, {"TiedIO.params": "common.wrong_dtype", "tied_io_embed": "pass"}),
+    # A column short: the shape is named before any symptom is looked for.
+    Pitfall("01_linen", "logits_one_column_short", module("return (embedding[token_ids] @ embedding.T)[:, 1:]\n"),
+            {"TiedIO.__call__": "common.wrong_shape"}),
+    # Right logits, and no gradient reaches the table by either path.
+    Pitfall("01_linen", "shared_stop_gradient", {"SharedEmbedLM.__call__":
+            "return jax.lax.stop_gradient(self.embed.attend(self.mixer(self.embed(token_ids))))\n"},
+            {"SharedEmbedLM.__call__": "pass", "SharedEmbedLM.gradient": "linen.shared_grad_blocked"}),
+    # tied_io_embed scoring with a head of its own: a token's logit with itself turns negative.
+    Pitfall("01_linen", "embed_own_head", embed('table = variables["params"]["embedding"]\n'
+                                               'return (table[ids] @ (-jnp.abs(table) * table).T).reshape(-1)'),
+            {"tied_io_embed": "common.untied", "TiedIO.__call__": "pass"}),
 ]

@@ -196,4 +196,15 @@ import numpy as np
 u = x.numpy()
 return 0.5 * u * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
 '''}, {"gelu_tanh": "mlm.not_a_tensor"}),
+    # The masked rows gathered by a loop no source scan reads (it runs in exec): its cost
+    # grows with the masked positions, and that alone names it.
+    Pitfall(CH, "masked_rows_gathered_by_exec", {"mlm_forward_tied": '''
+x = w_emb[input_ids] + pos_embed
+for w_q, w_k, w_v, w_o, w_1, w_2 in blocks_weights:
+    x = x + multi_head_attention(layer_norm(x), w_q, w_k, w_v, w_o, num_heads)
+    x = x + gelu_tanh(layer_norm(x) @ w_1) @ w_2
+flat, keep, rows = (x @ w_emb.T).flatten(0, 1), (mask_indicator > 0.5).flatten(), []
+exec("for i in range(len(keep)):\\n    if keep[i]:\\n        rows.append(flat[i])", {"flat": flat, "keep": keep, "rows": rows})
+return torch.stack(rows) if rows else flat[:0]
+'''}, {"mlm_forward_tied": "mlm.cost_grows"}),
 ]

@@ -70,7 +70,7 @@ self.head = nnx.Param({DRAW})
 return self.embedding[...][token_ids] @ self.head[...].T
 ''', "tied_grad_paths": grad_region("jnp.stack([project, lookup])")},
         {"TiedEmbed.params": "nnx.param_count", "TiedEmbed.__call__": "nnx.forward_untied",
-         "tied_io_embed": {"common.untied", "common.wrong_values"}, "TiedEmbed.warnings": "pass",
+         "tied_io_embed": "pass", "TiedEmbed.warnings": "pass",
          "TiedEmbed.gradient": "nnx.grad_after_forward", "tied_grad_paths": "nnx.grad_swapped"}),
     Pitfall("02_nnx", "copied_param_and_grad_total", {"TiedEmbed.__init__": f'''
 self.embedding = nnx.Param({DRAW})
@@ -85,7 +85,7 @@ matrix = self.embedding[...]
 return matrix[token_ids] @ matrix
 ''', "tied_grad_paths": grad_region("jnp.stack([lookup, project])",
                     loss="loss = lambda m: mean_cross_entropy(m(ids), targets) * len(ids)")},
-        {"TiedEmbed.__call__": "nnx.missing_transpose", "tied_io_embed": "nnx.missing_transpose",
+        {"TiedEmbed.__call__": "nnx.missing_transpose", "tied_io_embed": "pass",
          "TiedEmbed.gradient": "nnx.missing_transpose", "TiedEmbed.params": "pass",
          "tied_grad_paths": "nnx.grad_sum_not_mean"}),
     # Worked out by hand: right but for .set, which keeps one of the repeated rows.
@@ -125,7 +125,7 @@ return TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(int(seed)))(ids)
        "tied_io_embed": "common.not_flattened", "tied_grad_paths": "pass"}),
     Pitfall("02_nnx", "unscaled_init", {"TiedEmbed.__init__": '''
 self.embedding = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, d_model)))
-'''}, {"TiedEmbed.params": "common.init_std", "tied_io_embed": "nnx.init_scale", "TiedEmbed.__call__": "pass",
+'''}, {"TiedEmbed.params": "common.init_std", "tied_io_embed": "pass", "TiedEmbed.__call__": "pass",
        "TiedEmbed.gradient": "pass"}),
     Pitfall("02_nnx", "fixed_seed", {"tied_io_embed": '''
 ids = jnp.asarray(token_ids, jnp.int32)
@@ -151,15 +151,15 @@ return TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(0))(ids).reshape(-
         {**FORWARD_RIGHT, "TiedEmbed.gradient": "nnx.grad_numpy", "tied_io_embed": "common.wrong_dtype"}),
     # Mistakes once called "untied": each gets its own name.
     Pitfall("02_nnx", "off_by_one_lookup", forward("return matrix[token_ids + 1] @ matrix.T\n"),
-            {"TiedEmbed.params": "pass", "TiedEmbed.__call__": "nnx.wrong_rows", "tied_io_embed": "nnx.wrong_rows",
+            {"TiedEmbed.params": "pass", "TiedEmbed.__call__": "nnx.wrong_rows", "tied_io_embed": "pass",
              "TiedEmbed.gradient": "nnx.grad_after_forward"}),
     Pitfall("02_nnx", "product_transposed", forward("return matrix @ matrix[token_ids].T\n"),
-            {"TiedEmbed.__call__": "nnx.product_transposed", "tied_io_embed": "nnx.product_transposed",
+            {"TiedEmbed.__call__": "nnx.product_transposed", "tied_io_embed": "pass",
              "TiedEmbed.gradient": "nnx.grad_after_forward"}),
     Pitfall("02_nnx", "no_lookup_and_float_sizes", {**forward("return matrix @ matrix.T\n"), "tied_io_embed": FLOAT_SIZES},
             {"TiedEmbed.__call__": "nnx.no_lookup", "tied_io_embed": "nnx.float_sizes"}),
     Pitfall("02_nnx", "scaled_logits", forward("return matrix[token_ids] @ matrix.T / matrix.shape[1]\n"),
-            {"TiedEmbed.__call__": "nnx.scaled", "tied_io_embed": "nnx.scaled", "TiedEmbed.params": "pass"}),
+            {"TiedEmbed.__call__": "nnx.scaled", "tied_io_embed": "pass", "TiedEmbed.params": "pass"}),
     # nnx.Embed holds a Param that nnx.state sees: tied through attend, but not at self.embedding.
     Pitfall("02_nnx", "embed_layer", {"TiedEmbed.__init__": '''
 self.embedding = nnx.Embed(vocab_size, d_model, rngs=rngs)
@@ -173,7 +173,7 @@ self.embedding = nnx.Variable({DRAW})
        "TiedEmbed.gradient": "nnx.grad_not_a_param", "tied_io_embed": "pass"}),
     Pitfall("02_nnx", "divided_by_d", {"TiedEmbed.__init__": '''
 self.embedding = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, d_model)) / d_model)
-'''}, {"TiedEmbed.params": "common.init_std", "tied_io_embed": "nnx.scaled", "TiedEmbed.__call__": "pass"}),
+'''}, {"TiedEmbed.params": "common.init_std", "tied_io_embed": "pass", "TiedEmbed.__call__": "pass"}),
     # The tuple jax.grad gives for two argnums holds the right paths, but one stacked
     # array is asked: judged from the raw type, not from what np.asarray makes of it.
     Pitfall("02_nnx", "grad_paths_tuple", {"tied_grad_paths": '''
@@ -181,4 +181,46 @@ ids, matrix = jnp.asarray(token_ids, jnp.int32), jnp.asarray(embedding)
 loss = lambda lookup, project: mean_cross_entropy(lookup[ids] @ project.T, targets)
 return jax.grad(loss, argnums=(0, 1))(matrix, matrix)
 '''}, {"tied_grad_paths": "nnx.grad_not_stacked", "TiedEmbed.gradient": "pass", "tied_io_embed": "pass"}),
+    # The matrix drawn (D, V) and read transposed: the logits are right, the parameter is not.
+    Pitfall("02_nnx", "matrix_stored_transposed", {"TiedEmbed.__init__": '''
+draw = jax.random.normal(rngs.params(), (d_model, vocab_size))
+self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
+''', "TiedEmbed.__call__": '''
+matrix = self.embedding[...].T
+return matrix[token_ids] @ matrix.T
+'''}, {"TiedEmbed.params": "common.wrong_param_shape"}),
+    Pitfall("02_nnx", "logits_one_column_short", {"TiedEmbed.__call__": '''
+matrix = self.embedding[...]
+return (matrix[token_ids] @ matrix.T)[:, 1:]
+'''}, {"TiedEmbed.__call__": "common.wrong_shape"}),
+    # No parameter at all: the matrix is drawn again at every call.
+    Pitfall("02_nnx", "no_matrix_kept", {"TiedEmbed.__init__": '''
+self.shape = (vocab_size, d_model)
+''', "TiedEmbed.__call__": '''
+matrix = jax.random.normal(jax.random.key(0), self.shape) / jnp.sqrt(self.shape[1])
+return matrix[token_ids] @ matrix.T
+'''}, {"TiedEmbed.params": "nnx.no_param", "TiedEmbed.__call__": "nnx.no_matrix"}),
+    # The matrix stored under another name, read as self.embedding: every item that calls it names that.
+    Pitfall("02_nnx", "matrix_stored_as_weight", {"TiedEmbed.__init__": '''
+draw = jax.random.normal(rngs.params(), (vocab_size, d_model))
+self.weight = nnx.Param(draw / jnp.sqrt(d_model))
+'''}, {"TiedEmbed.params": "nnx.param_name", "TiedEmbed.__call__": "nnx.no_embedding",
+        "tied_io_embed": "nnx.no_embedding"}),
+    # Another deprecated way to read the array than .value: named with its own warning.
+    Pitfall("02_nnx", "raw_value", {"TiedEmbed.__call__": '''
+matrix = self.embedding.raw_value
+return matrix[token_ids] @ matrix.T
+'''}, {"TiedEmbed.__call__": "pass", "TiedEmbed.warnings": "nnx.deprecated_api"}),
+    # tied_io_embed drawing the table itself, undivided by sqrt(D): the logits are D times too large.
+    Pitfall("02_nnx", "embed_own_draw", {"tied_io_embed": '''
+ids = jnp.asarray(token_ids, jnp.int32)
+table = jax.random.normal(nnx.Rngs(int(seed)).params(), (int(vocab_size), int(d_model)))
+return (table[ids] @ table.T).reshape(-1)
+'''}, {"tied_io_embed": "nnx.init_scale", "TiedEmbed.__call__": "pass"}),
+    # tied_io_embed scoring with a head of its own: a token's logit with itself turns negative.
+    Pitfall("02_nnx", "embed_own_head", {"tied_io_embed": '''
+ids = jnp.asarray(token_ids, jnp.int32)
+table = TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(int(seed))).embedding[...]
+return (table[ids] @ (-jnp.abs(table) * table).T).reshape(-1)
+'''}, {"tied_io_embed": "common.untied", "TiedEmbed.__call__": "pass"}),
 ]

@@ -160,4 +160,9 @@ PITFALLS = [
     # A bias added as a column fails to broadcast: named as such, not as a missing transpose.
     Pitfall(CH, "bias_as_a_column", {"tied_logits": "out = h @ E.T\nreturn out if b is None else out + b.view(-1, 1)"},
             {"tied_logits": "pytorch.broadcast", "TinyLM.grad": "pass"}),
+    # Values right and E still on the graph, but the product's gradient never reaches it.
+    Pitfall("03_pytorch", "matrix_detached_kept_on_graph", {"tied_logits": '''
+logits = h @ E.detach().T + 0 * E.sum()
+return logits if b is None else logits + b
+'''}, {"tied_logits": "pytorch.logits_grad"}),
 ]

@@ -1,14 +1,16 @@
-"""The hand-written references agree with automatic differentiation.
+"""Chapter 02, Flax NNX, beyond what every item must have (tests/test_item_properties.py).
 
-Chapter 02 grades ``tied_grad_paths`` against a closed-form gradient (no compilation
-in the grader's process); this test holds that formula to ``nnx.grad`` itself, on
-every public and hidden case.
+The public cases the grader builds from a module are the notebook's worked example; and
+``tied_grad_paths`` is graded against a closed-form gradient (no compilation in the
+grader's process), which is held here to ``nnx.grad`` itself, on every public and hidden
+case.
 """
 import numpy as np
 import pytest
 
 from conftest import chapters
 from grader.disk_cache import cases
+from inprocess import notebook_namespace, public_args
 
 pytestmark = pytest.mark.skipif("02_nnx" not in chapters(), reason="TIED_CHAPTERS leaves chapter 02 out")
 
@@ -44,3 +46,19 @@ def test_nnx_gradient_reference_is_what_nnx_grad_gives():
                                    rtol=1e-4, atol=1e-6)
         checked += 1
     assert checked >= 3, "public and hidden cases"
+
+
+def test_nnx_public_cases_are_the_notebook_examples():
+    ns = notebook_namespace("02_nnx")
+    gradient = public_args("02_nnx", "TiedEmbed.gradient")[0]
+    embedding, ids, targets = public_args("02_nnx", "tied_grad_paths")[0]["args"]
+    for matrix in (gradient["embedding"], embedding):
+        np.testing.assert_array_equal(matrix, np.asarray(ns["E"]))
+    for got in (gradient["token_ids"], ids.tolist()):
+        assert got == ns["ids"].tolist()
+    for got in (gradient["targets"], targets.tolist()):
+        assert got == ns["targets"].tolist()
+    from flax import nnx
+
+    drawn = ns["TiedEmbed"](4, 3, rngs=nnx.Rngs(0)).embedding[...]
+    np.testing.assert_array_equal(public_args("02_nnx", "TiedEmbed.__call__")[0]["embedding"], np.asarray(drawn))

@@ -1,0 +1,41 @@
+""""Your line" is the innermost line of the student's code on the way to the error
+(issue 25): neither the graded function's call of its helper (the outer frame) nor the
+library's line that raised, and the same in ``grader check`` and in ``check()``."""
+from __future__ import annotations
+
+import nbformat
+
+from grader.report import as_dict
+from grader.runner import grade
+from grader.supervisor import Limits
+from inprocess import check_in_process
+from notebooks import replace_regions, write
+
+CHAPTER = "04_gpt_head"  # plain NumPy: its kernel starts in a second or two
+HELPER = ("def _scatter(G, tokens, E):\n"
+          "    grad = np.zeros_like(E)\n"
+          "    np.add.at(grad, np.asarray(tokens) + len(E), G)  # one past the table: NumPy raises\n"
+          "    return grad")
+INNERMOST = "your line: np.add.at(grad, np.asarray(tokens) + len(E), G) # one past the table: NumPy raises"
+
+
+def with_helper():
+    nb = replace_regions(CHAPTER, {"tied_embedding_grad": "return _scatter(np.ones((len(tokens), E.shape[1])), "
+                                                          "tokens, E)"})
+    first = next(n for n, cell in enumerate(nb.cells) if cell.cell_type == "code")
+    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(HELPER))
+    return nb
+
+
+def messages(entry: dict) -> dict[str, str]:
+    return {i["item"]: " ".join(i["message"].split()) for i in entry["items"]}
+
+
+def test_the_line_is_the_helpers_in_the_terminal_and_in_check(tmp_path):
+    nb = with_helper()
+    in_terminal = messages(as_dict(grade(write(nb, tmp_path / f"{CHAPTER}.ipynb"), Limits(timeout=90)), "en"))
+    in_kernel = messages(check_in_process(nb, CHAPTER)["en"])
+    assert INNERMOST in in_terminal["tied_embedding_grad"], in_terminal["tied_embedding_grad"]
+    assert in_terminal["tied_embedding_grad"] == in_kernel["tied_embedding_grad"]
+    # the worked example that calls it: the notebook item quotes the same line
+    assert INNERMOST in in_terminal["notebook"] and in_terminal["notebook"] == in_kernel["notebook"]
