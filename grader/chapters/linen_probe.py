@@ -4,7 +4,7 @@ from functools import cache
 import numpy as np
 
 from grader.probe_jax import mean_cross_entropy, path_name
-from grader.probe_runtime import call, lookup, raw_values, standing_in
+from grader.probe_runtime import lookup, raw_values, standing_in, typed_call
 
 INIT_STD = 0.02  # the embedding's initialiser: nn.initializers.normal(stddev=0.02)
 
@@ -29,10 +29,10 @@ def reference_tiedio():
 
 
 def call_alone(ns, fn, args):
-    """``call`` with the reference ``TiedIO`` in place of the notebook's: ``tied_io_embed``
+    """``typed_call`` with the reference ``TiedIO`` in place of the notebook's: ``tied_io_embed``
     is judged on its own code, and a mistake in ``TiedIO`` is ``TiedIO``'s items' to report."""
     with standing_in(ns, {"TiedIO": reference_tiedio()}):
-        return call(ns, fn, args)
+        return typed_call(ns, fn, args)
 
 
 def _param_tree(variables):
