@@ -134,6 +134,23 @@ def unreached(ch: Chapter, done: dict[str, Verdict], status: str, finding: Findi
 
 # ---------------------------------------------------------------- judges
 
+# What a function returns instead of the one array it is asked for, by its raw type
+# (the probe ``typed_call`` sends it: a tuple of arrays travels as a list).
+CONTAINERS = ("tuple", "list", "dict")
+
+
+def one_array(judge_values, key: str = "common.not_one_array"):
+    """The judge of an item whose function returns one array: a tuple, list or dict is
+    ``key``, naming what came back; else ``judge_values`` on the result."""
+    def judge(case: Case, value, ref) -> Finding | None:
+        if not isinstance(value, dict) or set(value) != {"type", "out"}:
+            return Finding("common.malformed_record")
+        if value["type"] in CONTAINERS:
+            return Finding(key, {"got": value["type"]})
+        return judge_values(case, value["out"], ref)
+    return judge
+
+
 def describe_shape(shape) -> str:
     return str(tuple(int(n) for n in shape))
 

@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 from . import disk_cache, judge
+from .disk_cache import compiled_programs_in_process
 from .i18n import detect_lang, language_code, text, unknown_language
 from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_item
 from .outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
@@ -166,7 +167,7 @@ def check(target, lang: str | None = None, namespace: dict | None = None, timeou
         caller = frame.f_back if frame is not None else None
         namespace = caller.f_globals if caller is not None else {}
     try:
-        with saying_what_it_does(text("ui.checking", lang, chapter=ch.id)):
+        with saying_what_it_does(text("ui.checking", lang, chapter=ch.id)), compiled_programs_in_process():
             verdicts = judged(ch, namespace, only, float(timeout))
     except KeyboardInterrupt:
         return usage("ui.stopped", lang=lang)

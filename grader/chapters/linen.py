@@ -13,7 +13,7 @@ from functools import cache, partial
 import numpy as np
 
 from ..cases import hidden_rng
-from ..judge import close, compare_arrays
+from ..judge import close, compare_arrays, one_array
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
 from .linen_probe import INIT_STD, reference_tiedio
 from .tied_matrix import (
@@ -192,15 +192,16 @@ TIED_IO_EMBED = Item(
         Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; "
                 "common.untied when a token's logit with itself is negative; linen.scaled",
                 keys=("common.untied", "linen.scaled")),
-        Promise("return the logits flattened to shape (T·V,)", "common.not_flattened when the (T, V) array is right",
-                keys=("common.not_flattened",)),
+        Promise("return the logits flattened to shape (T·V,)", "common.not_flattened when the (T, V) array is right; "
+                "a tuple, list or dict is common.not_one_array, judged from the raw type (probe call_alone)",
+                keys=("common.not_flattened", "common.not_one_array")),
         Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
                 "(common.wrong_dtype)", keys=("common.wrong_dtype",)),
         Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
     ),
     cases=partial(embed_cases, "01_linen/tied_io_embed"),
     reference=lambda case: tied_logits(reference_embedding(*embed_sizes(case)), ids_of(case)).reshape(-1),
-    judge=judge_embed,
+    judge=one_array(judge_embed),
 )
 
 

@@ -223,4 +223,9 @@ ids = jnp.asarray(token_ids, jnp.int32)
 table = TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(int(seed))).embedding[...]
 return (table[ids] @ (-jnp.abs(table) * table).T).reshape(-1)
 '''}, {"tied_io_embed": "common.untied", "TiedEmbed.__call__": "pass"}),
+    # One array is asked: the flattened logits in a list fail from the raw type.
+    Pitfall("02_nnx", "logits_in_a_list", {"tied_io_embed": '''
+ids = jnp.asarray(token_ids, jnp.int32)
+return [TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(int(seed)))(ids).reshape(-1)]
+'''}, {"tied_io_embed": "common.not_one_array", "TiedEmbed.__call__": "pass"}),
 ]
