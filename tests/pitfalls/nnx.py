@@ -205,7 +205,7 @@ return matrix[token_ids] @ matrix.T
 draw = jax.random.normal(rngs.params(), (vocab_size, d_model))
 self.weight = nnx.Param(draw / jnp.sqrt(d_model))
 '''}, {"TiedEmbed.params": "nnx.param_name", "TiedEmbed.__call__": "nnx.no_embedding",
-        "tied_io_embed": "nnx.no_embedding"}),
+        "tied_io_embed": "pass"}),
     # Another deprecated way to read the array than .value: named with its own warning.
     Pitfall("02_nnx", "raw_value", {"TiedEmbed.__call__": '''
 matrix = self.embedding.raw_value
