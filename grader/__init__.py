@@ -6,8 +6,8 @@ def check(target, lang=None, namespace=None, timeout=None):
     ``lang`` is "en", "es" or "ko", ``timeout`` the seconds each item may take (60)."""
     import inspect
 
-    from .selfcheck import DEFAULT_TIMEOUT
-    from .selfcheck import check as _check
+    from grader.selfcheck.check import DEFAULT_TIMEOUT
+    from grader.selfcheck.check import check as _check
 
     if namespace is None:
         namespace = inspect.currentframe().f_back.f_globals

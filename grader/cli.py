@@ -7,7 +7,7 @@ after Ctrl-C (one line, a valid gradebook, no process left).
 """
 from __future__ import annotations
 
-from .stopping import Interrupted, catch_ctrl_c, requested
+from grader.stopping import Interrupted, catch_ctrl_c, requested
 
 catch_ctrl_c()  # before the other imports: a Ctrl-C during them is a request to stop too
 
@@ -19,8 +19,8 @@ from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import NoReturn  # noqa: E402
 
-from .i18n import LANGUAGES, detect_lang, language_code, render, text, unknown_language  # noqa: E402
-from .registry import Finding  # noqa: E402
+from grader.i18n import LANGUAGES, detect_lang, language_code, render, text, unknown_language  # noqa: E402
+from grader.registry import Finding  # noqa: E402
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -180,7 +180,7 @@ def progress_line(message: str):
     (a pipe or a file gets nothing: only the report)."""
     shown = sys.stderr.isatty()
     if shown:
-        from .report import terminal_columns, width
+        from grader.outputs.report import terminal_columns, width
 
         columns = terminal_columns() - 1
         while width(message) > columns:  # one line, so that it can be cleared
@@ -203,11 +203,11 @@ def run_check(args) -> int:
 
 
 def check_notebook(args) -> int:
-    from . import disk_cache
-    from .atomic import write_atomic
-    from .report import as_dict, dumps, table
-    from .runner import grade
-    from .supervisor import Limits
+    from grader import disk_cache
+    from grader.atomic import write_atomic
+    from grader.outputs.report import as_dict, dumps, table
+    from grader.pipeline.runner import grade
+    from grader.pipeline.supervise.supervisor import Limits
 
     with disk_cache.compiled_programs() as compiled, progress_line(
             text("ui.running", args.lang, path=args.notebook, seconds=f"{args.timeout:g}")):
@@ -225,9 +225,9 @@ def check_notebook(args) -> int:
 
 
 def run_grade(args) -> int:
-    from .gradebook import grade_all
-    from .shards import ShardError, parse_shard
-    from .supervisor import Limits
+    from grader.outputs.gradebook import grade_all
+    from grader.outputs.shards import ShardError, parse_shard
+    from grader.pipeline.supervise.supervisor import Limits
 
     try:
         shard = parse_shard(args.shard) if args.shard else None
@@ -253,8 +253,8 @@ def run_grade(args) -> int:
 
 
 def run_merge(args) -> int:
-    from .gradebook import Gradebook
-    from .shards import ShardError, ShardSetError, merged_entries
+    from grader.outputs.gradebook import Gradebook
+    from grader.outputs.shards import ShardError, ShardSetError, merged_entries
 
     try:
         entries, graded_with = merged_entries(args.shards)
@@ -289,7 +289,7 @@ def no_gradebook(args, command: str) -> bool:
 
 
 def run_report(args) -> int:
-    from .class_report import write_report
+    from grader.outputs.class_report import write_report
 
     if no_gradebook(args, "report"):
         return EXIT_USAGE
@@ -302,8 +302,8 @@ def run_report(args) -> int:
 
 
 def run_feedback(args) -> int:
-    from .feedback import write_feedback
-    from .gradebook import recorded_lang
+    from grader.outputs.feedback import write_feedback
+    from grader.outputs.gradebook import recorded_lang
 
     if no_gradebook(args, "feedback"):
         return EXIT_USAGE
@@ -318,10 +318,10 @@ def run_feedback(args) -> int:
 
 
 def run_export(args) -> int:
-    from . import platforms
-    from .atomic import write_atomic
-    from .class_report import load
-    from .registry import chapters
+    import grader.outputs.platforms as platforms
+    from grader.atomic import write_atomic
+    from grader.outputs.class_report import load
+    from grader.registry import chapters
 
     source = Path(__file__).resolve().parent.parent  # the checkout: the grader package's folder's parent
     try:
@@ -361,7 +361,7 @@ def run_export(args) -> int:
 
 
 def run_platform(args) -> int:
-    from . import platforms
+    import grader.outputs.platforms as platforms
 
     run = platforms.run_gradescope if args.command == "gradescope" else platforms.run_prairielearn
     if args.user and os.geteuid() != 0:
@@ -378,7 +378,7 @@ def run_platform(args) -> int:
 def use_secret(args) -> str:
     """Seed the hidden cases with the teacher's secret, if any; an error message or "".
     ``TIED_SECRET`` leaves the environment here, so no kernel inherits it."""
-    from .cases import use_secret as seed
+    from grader.drawing import use_secret as seed
 
     secret = os.environ.pop("TIED_SECRET", "").encode()
     if getattr(args, "secret", None):
@@ -396,7 +396,7 @@ def sandbox_ready(args) -> str:
     """With ``--sandbox``: an error message when it cannot be had."""
     if not getattr(args, "sandbox", False):
         return ""
-    from .sandbox import SandboxUnavailable, bwrap
+    from grader.pipeline.supervise.sandbox import SandboxUnavailable, bwrap
 
     try:
         bwrap()
@@ -407,10 +407,10 @@ def sandbox_ready(args) -> str:
 
 def containment_notice(args) -> None:
     """``check`` and ``grade``: one line on stderr saying what the limits do not count
-    where this machine lets the grader make no cgroups (``grader.cgroups``)."""
+    where this machine lets the grader make no cgroups (``grader.pipeline.supervise.cgroups``)."""
     if args.command not in ("check", "grade"):
         return
-    from .cgroups import NOT_COUNTED, JobCgroups
+    from grader.pipeline.supervise.cgroups import NOT_COUNTED, JobCgroups
 
     groups = JobCgroups(1 << 30)
     groups.close()
@@ -419,7 +419,7 @@ def containment_notice(args) -> None:
 
 
 def run_release(args) -> int:
-    from .release import MarkerError, release
+    from grader.authoring.release import MarkerError, release
 
     try:
         differ = release(args.root, check=args.check)
@@ -438,7 +438,7 @@ def usage_error(message: str, as_json: bool) -> int:
     """A usage or file error: one line on stderr, or with ``--json`` a JSON object on
     stdout (where a program reading the report looks)."""
     if as_json:
-        from .report import dumps
+        from grader.outputs.report import dumps
 
         print(dumps({"error": message, "exit": EXIT_USAGE}), end="")
     else:

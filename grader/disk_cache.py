@@ -38,10 +38,10 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from .atomic import write_atomic
-from .cases import secret_id
-from .probe_runtime import decode, encode
-from .registry import Case, Chapter, chapter
+from grader.atomic import write_atomic
+from grader.drawing import secret_id
+from grader.kernel.runtime import decode, encode
+from grader.registry import Case, Chapter, chapter
 
 LIBRARIES = ("numpy", "jax", "jaxlib", "flax", "torch")
 
@@ -59,7 +59,7 @@ def folder() -> Path | None:
 # platforms' formats or the book's helpers (``tied_book``, outside the grader) keeps the
 # stored references.
 GRADING_CODE = (
-    "chapters/**/*.py", "cases.py", "registry.py", "probe_runtime.py", "judge.py", "disk_cache.py",
+    "chapters/**/*.py", "drawing.py", "registry.py", "kernel/runtime.py", "pipeline/judge/items.py", "disk_cache.py",
 )
 
 
@@ -123,7 +123,7 @@ def compiled_programs():
         yield tmp
 
 
-# The settings the kernels get from ``grader.supervisor.jax_cache_env``: every program is kept.
+# The settings the kernels get from ``grader.pipeline.supervise.supervisor.jax_cache_env``: every program is kept.
 KEEP_EVERY_PROGRAM = {"jax_persistent_cache_min_compile_time_secs": 0,
                       "jax_persistent_cache_min_entry_size_bytes": -1}
 

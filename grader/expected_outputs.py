@@ -16,9 +16,9 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from .cells import first_line
-from .probe_runtime import shorten
-from .registry import ErrorPattern
+from grader.kernel.runtime import shorten
+from grader.pipeline.cells import first_line
+from grader.registry import ErrorPattern
 
 MARKER = "NBVAL_CHECK_OUTPUT"
 MARKER_TAG = "nbval-check-output"

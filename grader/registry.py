@@ -1,6 +1,6 @@
 """The registry: every chapter and every graded item, declared in one place.
 
-A chapter module (``grader/chapters/<name>.py``) declares a ``Chapter`` whose items
+A chapter module (``grader/chapters/<name>/grade.py``) declares a ``Chapter`` whose items
 say which probe runs in the student's kernel, on which cases, against which
 reference, and how a wrong answer is recognised.  It reads top to bottom: what its
 items share, then one block per exercise in the notebook's order (cases, reference,
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Callable
 
-from .outcome import Finding  # what a chapter's judges return, declared with the outcomes
+from grader.outcome import Finding  # what a chapter's judges return, declared with the outcomes
 
 # Who sees what of a case, with Gradescope's words: "visible" (a worked example, in the
 # notebook), "hidden" (its inputs never shown; a failure names its sizes and the mistake),
@@ -147,7 +147,7 @@ def chapter_modules() -> dict[str, str]:
     """The module that declares each chapter, by chapter id: every module under
     ``grader.chapters`` with a ``CHAPTER`` (probe modules aside; the others hold what
     several chapters share)."""
-    from . import chapters as package
+    from grader import chapters as package
 
     found = {}
     for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):

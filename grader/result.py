@@ -1,6 +1,6 @@
 """``Result``: the verdicts of one notebook, as ``grader check``, ``grader grade`` and the
 in-notebook ``check()`` return them.  It prints as a table, and in Jupyter it shows
-itself as a panel (``grader.panel``): a widget, with the same panel as static
+itself as a panel (``grader.selfcheck.panel``): a widget, with the same panel as static
 HTML and the table as text beside it in the output, for where no widget is drawn (a
 notebook on GitHub, or converted by nbconvert)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .outcome import PASS, Finding, Verdict
+from grader.outcome import PASS, Finding, Verdict
 
 
 @dataclass
@@ -35,12 +35,12 @@ class Result:
         return self.bad is None and all(v.status == PASS for v in self.verdicts)
 
     def __repr__(self) -> str:
-        from .report import table
+        from grader.outputs.report import table
 
         return table(self, self.lang)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from .panel import panel, panel_html
+        from grader.selfcheck.panel import panel, panel_html
 
         widget = panel(self, self.lang)
         return {**(widget._repr_mimebundle_() if widget is not None else {}),

@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from grader.atomic import write_atomic  # noqa: E402
-from grader.supervisor import jax_cache_env  # noqa: E402
+from grader.pipeline.supervise.supervisor import jax_cache_env  # noqa: E402
 from notebooks import ROOT, replace_regions, write  # noqa: E402
 from pitfalls import PITFALLS  # noqa: E402
 

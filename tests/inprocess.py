@@ -20,11 +20,11 @@ from pathlib import Path
 import nbformat
 
 from grader import disk_cache
-from grader.probe_kernel import run_in_process
-from grader.probe_runtime import error_fact
+from grader.kernel.runtime import error_fact
+from grader.outputs.report import as_dict
+from grader.pipeline.prepare.probe_bundle import run_in_process
 from grader.registry import chapter
-from grader.report import as_dict
-from grader.selfcheck import check
+from grader.selfcheck.check import check
 from notebooks import ROOT, solution
 
 

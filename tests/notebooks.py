@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.release import owner
+from grader.authoring.release import owner
 
 ROOT = Path(__file__).resolve().parent.parent
 REGION = re.compile(r"(?ms)^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[ \t]*$")

@@ -45,7 +45,7 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            for alias in node.names:  # ``from . import judge`` imports the module grader.judge
+            for alias in node.names:  # ``from . import judge`` imports the module grader.pipeline.judge.items
                 found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
     return {module for module in found if module in known and module != name}
 
@@ -85,9 +85,9 @@ def test_the_cycle_finder_finds_a_circle_and_only_a_circle():
 
 def test_the_graph_sees_relative_absolute_and_function_level_imports():
     edges = graph()
-    assert "grader.registry" in edges["grader.judge"]  # ``from .registry import ...``
-    assert "grader.probe_runtime" in edges["grader.chapters.linen_probe"]  # absolute
-    assert "grader.selfcheck" in edges["grader"]  # inside ``check``
+    assert "grader.registry" in edges["grader.pipeline.judge.items"]  # ``from .registry import ...``
+    assert "grader.kernel.runtime" in edges["grader.chapters.linen.probe"]  # absolute
+    assert "grader.selfcheck.check" in edges["grader"]  # inside ``check``
 
 
 def test_no_import_circle_in_the_grader():

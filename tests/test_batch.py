@@ -60,7 +60,7 @@ def test_interrupt_leaves_a_valid_gradebook_and_rerun_skips_finished(tmp_path):
 
 
 def test_kernels_get_a_compilation_cache_unless_the_user_has_one(monkeypatch, tmp_path):
-    from grader.supervisor import jax_cache_env
+    from grader.pipeline.supervise.supervisor import jax_cache_env
 
     monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
     env = jax_cache_env(str(tmp_path))

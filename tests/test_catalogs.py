@@ -12,10 +12,11 @@ import string
 import nbformat
 import pytest
 
-from grader import disk_cache, judge, outcome
+import grader.pipeline.judge.items as judge
+from grader import disk_cache, outcome
+from grader.authoring.release import BEGIN
 from grader.i18n import LANGUAGES, catalog, hint_key
 from grader.registry import chapters
-from grader.release import BEGIN
 from notebooks import ROOT
 
 

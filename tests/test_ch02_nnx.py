@@ -20,7 +20,7 @@ def test_nnx_gradient_reference_is_what_nnx_grad_gives():
     import jax.numpy as jnp
     from flax import nnx
 
-    from grader.chapters import nnx as chapter
+    import grader.chapters.nnx.grade as chapter
 
     class TwoCopies(nnx.Module):
         """An untied copy: the lookup matrix and the projection matrix start equal."""

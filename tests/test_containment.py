@@ -2,7 +2,7 @@
 its ``--memory`` counts what escapes the process tree.
 
 Each job runs in a memory and a pids cgroup of its own where the machine lets the
-grader make them (``grader.cgroups``), and the worker adopts the kernel's orphans
+grader make them (``grader.pipeline.supervise.cgroups``), and the worker adopts the kernel's orphans
 (a child subreaper), so a ``setsid`` child and a double-forked one are in the tree it
 kills.  Where no cgroup can be made, one line on stderr says what is not counted, and
 nothing outlives the check all the same.
@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from conftest import grader
-from grader.cgroups import CGROUP_ROOT
+from grader.pipeline.supervise.cgroups import CGROUP_ROOT
 from notebooks import ROOT, with_cells, write
 from test_sandbox import CHAPTER, MARKER, survivors
 
@@ -84,7 +84,7 @@ def test_memory_outside_the_tree_is_caught_by_a_plain_check(tmp_path, how):
 
 def test_without_cgroups_one_line_says_what_is_not_counted_and_nothing_outlives(tmp_path):
     path = write(with_cells(CHAPTER, before=[ESCAPES]), tmp_path / "escape" / f"{CHAPTER}.ipynb")
-    run = ("import sys, pathlib\nimport grader.cgroups as c\n"
+    run = ("import sys, pathlib\nimport grader.pipeline.supervise.cgroups as c\n"
            "c.CGROUP_ROOT = pathlib.Path(sys.argv[1])\n"
            "from grader.cli import main\nsys.exit(main(['check', sys.argv[2], '--lang', 'en']))\n")
     done = subprocess.run([sys.executable, "-c", run, str(tmp_path / "no-cgroups"), str(path)],

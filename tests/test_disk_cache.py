@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from grader import disk_cache
-from grader.probe_runtime import encode
+from grader.kernel.runtime import encode
 from grader.registry import chapter
 from notebooks import ROOT
 
@@ -144,8 +144,8 @@ def code_hash(package: Path) -> str:
 def test_the_fingerprint_covers_the_grading_code_only(tmp_path):
     package = ROOT / "grader"
     hashed = {p.relative_to(package).as_posix() for p in disk_cache.grading_code(package)}
-    assert {"judge.py", "cases.py", "chapters/linen.py", "chapters/linen_probe.py"} <= hashed
-    assert not hashed & {"cli.py", "report.py", "platforms.py", "class_report.py"}
+    assert {"pipeline/judge/items.py", "drawing.py", "chapters/linen/grade.py", "chapters/linen/probe.py"} <= hashed
+    assert not hashed & {"cli.py", "outputs/report.py", "outputs/platforms.py", "outputs/class_report.py"}
     # The book's widgets and counts are no part of the grader: editing them cannot move it.
     assert not list(package.glob("*explorer*")) + list(package.glob("*savings*"))
     assert (ROOT / "tied_book" / "explorer.py").is_file()
@@ -156,7 +156,7 @@ def test_the_fingerprint_covers_the_grading_code_only(tmp_path):
     with open(copy / "cli.py", "a") as f:
         f.write("\n# edited\n")
     assert code_hash(copy) == before
-    with open(copy / "judge.py", "a") as f:
+    with open(copy / "pipeline/judge/items.py", "a") as f:
         f.write("\n# edited\n")
     assert code_hash(copy) != before
 

@@ -3,8 +3,9 @@ solution with one region replaced, judged in this process on the items it touche
 Chapter 05's loops over a fixed handful are in ``test_loop_cost``."""
 import pytest
 
-from grader import disk_cache, judge
-from grader.probe_kernel import run_in_process
+import grader.pipeline.judge.items as judge
+from grader import disk_cache
+from grader.pipeline.prepare.probe_bundle import run_in_process
 from grader.registry import chapter
 from inprocess import run_cells
 from notebooks import replace_regions
@@ -45,7 +46,7 @@ def test_a_tied_head_however_written_gets_the_gradient_item(head):
 def test_an_exception_keeps_its_type_and_its_text_over_several_lines():
     """JAX's message ends with a line of its own, "See https://...": the kernel's
     traceback is read from the line that names the exception, never split at a colon."""
-    from grader.worker import cell_error
+    from grader.pipeline.supervise.worker import cell_error
 
     traceback = "\n".join([
         "Cell In[4], line 3", "----> 3 grad = jax.grad(loss)(E)", "",

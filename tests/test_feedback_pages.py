@@ -2,9 +2,9 @@
 link to the book only to an address the teacher gives, named by the chapter's title."""
 from pathlib import Path
 
-from grader.feedback import student_page
 from grader.outcome import FAIL, Finding, Verdict
-from grader.report import as_dict
+from grader.outputs.feedback import student_page
+from grader.outputs.report import as_dict
 from grader.result import Result
 
 CHAPTER = "04_gpt_head"

@@ -3,12 +3,12 @@ only a whole set of shards graded alike, and a mistyped class folder writes noth
 
 import pytest
 
+import grader.outputs.gradebook as gradebook
 from conftest import grader
-from grader import gradebook
-from grader.cases import use_secret
+from grader.drawing import use_secret
+from grader.outputs.shards import ShardSetError, merged_entries
 from grader.registry import Finding
 from grader.result import Result
-from grader.shards import ShardSetError, merged_entries
 
 
 @pytest.fixture

@@ -55,7 +55,7 @@ ATTACKS = {
     "import_references": '''
         import importlib, sys
         sys.dont_write_bytecode = True
-        note("import chapter", lambda: importlib.import_module("grader.chapters.gpt_head"))
+        note("import chapter", lambda: importlib.import_module("grader.chapters.gpt_head.grade"))
     ''',
     "patch_grader": '''
         for name in ("verdicts.py", "worker.py", "judge.py"):
@@ -148,8 +148,8 @@ def test_a_hostile_notebook_earns_nothing(autograder, attack):
     before = digest(package)
     cell = textwrap.dedent(f'''
         RESULTS, SECRET, PACKAGE = {str(root / "results")!r}, {str(root / "secret")!r}, {str(package)!r}
-        CHAPTER_MODULE = PACKAGE + "/chapters/gpt_head.py"
-        SOURCE_MODULE = {str(root / "source" / "tied" / "grader" / "chapters" / "gpt_head.py")!r}
+        CHAPTER_MODULE = PACKAGE + "/chapters/gpt_head/grade.py"
+        SOURCE_MODULE = {str(root / "source" / "tied" / "grader" / "chapters" / "gpt_head" / "grade.py")!r}
         def note(what, attempt):
             try:
                 attempt()

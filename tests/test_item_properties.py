@@ -18,19 +18,21 @@ import inspect
 import io
 import sys
 import types
+from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 
+import grader.pipeline.judge.items as judge
 from conftest import chapters
-from grader import disk_cache, judge, registry
+from grader import disk_cache, registry
+from grader.authoring.release import hints
 from grader.expected_outputs import is_checked
 from grader.i18n import LANGUAGES, catalog
-from grader.probe_runtime import decode, encode
+from grader.kernel.runtime import decode, encode
+from grader.outputs.report import verdict_message
 from grader.registry import ErrorPattern, Symptom, chapter
-from grader.release import hints
-from grader.report import verdict_message
 from inprocess import solution_facts
 from notebooks import ROOT, solution
 from pitfalls import PITFALLS
@@ -49,9 +51,9 @@ def is_finding(key: str) -> bool:
 
 @functools.cache
 def shared_judge_keys() -> frozenset[str]:
-    """The findings that ``grader/judge.py`` gives any item (a wrong shape, a value that is
+    """The findings that ``grader/pipeline/judge/items.py`` gives any item (a wrong shape, a value that is
     no array, a forged record): not a promise of one exercise."""
-    tree = ast.parse((ROOT / "grader" / "judge.py").read_text(encoding="utf-8"))
+    tree = ast.parse(Path(judge.__file__).read_text(encoding="utf-8"))
     return frozenset(node.value for node in ast.walk(tree)
                      if isinstance(node, ast.Constant) and isinstance(node.value, str) and is_finding(node.value))
 

@@ -3,13 +3,13 @@ import json
 
 import pytest
 
-from grader.job import BadJob, Job, read
+from grader.pipeline.prepare.job import BadJob, Job, read
 
 
 def a_job(tmp_path) -> Job:
     return Job(path=str(tmp_path / "job.json"), notebook=str(tmp_path / "work" / "01_linen.ipynb"),
                spec=str(tmp_path / "spec.json"), ini=str(tmp_path / "pytest.ini"),
-               probe_module="grader.chapters.linen_probe", items=("TiedIO", "tied_io_embed"))
+               probe_module="grader.chapters.linen.probe", items=("TiedIO", "tied_io_embed"))
 
 
 def test_the_worker_reads_the_job_the_grader_wrote(tmp_path):

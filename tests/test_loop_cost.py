@@ -6,8 +6,9 @@ solution with one region replaced, judged in this process on the one item it tou
 import nbformat
 import pytest
 
-from grader import disk_cache, judge
-from grader.probe_kernel import run_in_process
+import grader.pipeline.judge.items as judge
+from grader import disk_cache
+from grader.pipeline.prepare.probe_bundle import run_in_process
 from grader.registry import chapter
 from inprocess import run_cells
 from notebooks import replace_regions

@@ -15,8 +15,8 @@ from grader import expected_outputs
 from grader.expected_outputs import MARKER, first_difference, install, is_checked, marker
 from grader.i18n import LANGUAGES, render
 from grader.outcome import NOTEBOOK_ITEM
-from grader.runner import grade
-from grader.supervisor import Limits
+from grader.pipeline.runner import grade
+from grader.pipeline.supervise.supervisor import Limits
 from notebooks import ROOT, replace_regions, solution, write
 
 CHAPTER = "04_gpt_head"

@@ -9,7 +9,7 @@ import uuid
 import nbformat
 import pytest
 
-from grader.notebook_clean import WIDGET_VIEW, clean, cleaned_text
+from grader.authoring.notebook_clean import WIDGET_VIEW, clean, cleaned_text
 from notebooks import ROOT, solution, write
 
 STORED = sorted((ROOT / "solutions").glob("*.ipynb")) + sorted((ROOT / "exercises").glob("*.ipynb"))

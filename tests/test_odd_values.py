@@ -13,12 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import grader.pipeline.judge.items as judge
 from conftest import chapters
-from grader import disk_cache, judge
+from grader import disk_cache
 from grader.i18n import LANGUAGES
-from grader.probe_runtime import encode
+from grader.kernel.runtime import encode
+from grader.outputs.report import verdict_message
 from grader.registry import chapter
-from grader.report import verdict_message
 from inprocess import solution_facts
 
 ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]

@@ -3,8 +3,8 @@ from it, the first and the later ones, gives the hint in the reader's language."
 import pytest
 
 from grader.i18n import LANGUAGES, catalog, render
-from grader.judge import classify_error
 from grader.outcome import Finding
+from grader.pipeline.judge.items import classify_error
 
 HINT_KEY = next(k for k in sorted(catalog("en")) if ".hint_" in k)
 

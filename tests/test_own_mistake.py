@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.probe_runtime import standing_in
+from grader.kernel.runtime import standing_in
 from inprocess import check_in_process
 from notebooks import replace_regions
 

@@ -4,7 +4,7 @@ import types
 
 import pytest
 
-from grader.probe_kernel import LIBRARY, BundleError, bundle, library_imports, probe_source
+from grader.pipeline.prepare.probe_bundle import LIBRARY, BundleError, bundle, library_imports, probe_source
 from grader.registry import chapters
 
 
@@ -18,26 +18,26 @@ def program(chapter_probe_module: str) -> dict:
 @pytest.mark.parametrize("ch", chapters().values(), ids=list(chapters()))
 def test_every_item_finds_its_probe_in_the_bundle(ch):
     names = [module for module, _ in bundle(ch.probe_module)]
-    assert names[0] == "grader.probe_runtime" and names[-1] == ch.probe_module
+    assert names[0] == "grader.kernel.runtime" and names[-1] == ch.probe_module
     assert set(names[:-1]) <= set(LIBRARY)
     probes = program(ch.probe_module)["PROBES"]
     assert {item.probe for item in ch.items} <= set(probes)
 
 
 def test_a_library_import_takes_the_bundles_module_not_sys_modules(monkeypatch):
-    fake = types.ModuleType("grader.probe_jax")
+    fake = types.ModuleType("grader.kernel.jax_tools")
     fake.mean_cross_entropy = fake.path_name = lambda *args: "forged"
-    monkeypatch.setitem(sys.modules, "grader.probe_jax", fake)
-    modules = program("grader.chapters.linen_probe")["MODULES"]
-    probe, library = modules["grader.chapters.linen_probe"], modules["grader.probe_jax"]
+    monkeypatch.setitem(sys.modules, "grader.kernel.jax_tools", fake)
+    modules = program("grader.chapters.linen.probe")["MODULES"]
+    probe, library = modules["grader.chapters.linen.probe"], modules["grader.kernel.jax_tools"]
     assert probe.mean_cross_entropy is library.mean_cross_entropy
     assert probe.path_name(("a", "b")) == "a/b"
 
 
 @pytest.mark.parametrize("line,says", [
-    ("from grader.judge import close", "a probe may import only"),
+    ("from grader.pipeline.judge.items import close", "a probe may import only"),
     ("from ..probe_runtime import lookup", "relative import"),
-    ("import grader.probe_runtime", "not 'import grader.probe_runtime'"),
+    ("import grader.kernel.runtime", "not 'import grader.kernel.runtime'"),
 ])
 def test_a_probe_importing_the_grader_outside_the_library_is_refused(line, says):
     with pytest.raises(BundleError, match=says):
@@ -45,12 +45,12 @@ def test_a_probe_importing_the_grader_outside_the_library_is_refused(line, says)
 
 
 def test_library_imports_are_listed_in_order():
-    source = "from grader.probe_jax import path_name\nfrom grader.probe_runtime import lookup\nimport json\n"
-    assert library_imports("m", source) == ["grader.probe_jax", "grader.probe_runtime"]
+    source = "from grader.kernel.jax_tools import path_name\nfrom grader.kernel.runtime import lookup\nimport json\n"
+    assert library_imports("m", source) == ["grader.kernel.jax_tools", "grader.kernel.runtime"]
 
 
 FORGE_LIBRARY = '''
-import grader.probe_runtime as runtime
+import grader.kernel.runtime as runtime
 
 class Quiet:  # builds and runs without a warning: the warnings item would pass on it
     def __init__(self, *args, **kwargs):

@@ -9,11 +9,13 @@ import time
 
 import pytest
 
+import grader.outputs.gradebook as gradebook
+import grader.pipeline.runner as runner
+import grader.pipeline.supervise.supervisor as supervisor
 from conftest import grader
-from grader import gradebook, runner, supervisor
+from grader.pipeline.submission import load
 from grader.registry import Finding, chapter
 from grader.result import Result
-from grader.submission import load
 from notebooks import ROOT, solution, with_cells, write
 
 CHAPTER = "04_gpt_head"  # plain NumPy: the quickest to grade
@@ -114,7 +116,7 @@ def test_a_crash_on_one_submission_gives_it_a_row_and_the_batch_goes_on(tmp_path
 
 
 def test_never_a_traceback_when_the_grader_itself_fails():
-    crash = ("import sys\nimport grader.runner as runner\n"
+    crash = ("import sys\nimport grader.pipeline.runner as runner\n"
              "def grade(*args, **kwargs):\n    raise ZeroDivisionError('a bug in the grader')\n"
              "runner.grade = grade\n"
              "from grader.cli import main\n"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import grader.pipeline.supervise.supervisor as supervisor
 from conftest import grader
-from grader import supervisor
-from grader.runner import collect, valid_summary
+from grader.pipeline.runner import collect, valid_summary
 from notebooks import solution
 
 CHAPTER = "04_gpt_head"

@@ -72,7 +72,7 @@ class Run:
             time.sleep(POLL)
 
     def workers(self) -> list[psutil.Process]:
-        return [p for p in self.descendants() if "grader.worker" in " ".join(cmdline(p))]
+        return [p for p in self.descendants() if "grader.pipeline.supervise.worker" in " ".join(cmdline(p))]
 
     def interrupt(self) -> tuple[float, list[psutil.Process]]:
         """Ctrl-C; the seconds until exit and the workers started after it.  A worker

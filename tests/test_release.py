@@ -4,8 +4,8 @@ import pytest
 
 from conftest import chapters, grader
 from grader import expected_outputs, registry
+from grader.authoring.release import MarkerError, release, strip_solutions
 from grader.expected_outputs import is_checked
-from grader.release import MarkerError, release, strip_solutions
 from notebooks import ROOT, solution, write
 
 
@@ -59,7 +59,7 @@ def test_release_refuses_a_solution_stored_without_running_its_worked_examples(t
 
 
 def test_a_long_hint_is_split_between_words_and_raises_the_same_message():
-    from grader.release import STUB_COLUMNS, raise_not_implemented
+    from grader.authoring.release import STUB_COLUMNS, raise_not_implemented
 
     hint = "declare self.param(\"embedding\", ...) once, look the ids up with it and " * 3
     lines = raise_not_implemented("        ", hint.strip())

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from matplotlib import font_manager
 
-from grader import class_report
+import grader.outputs.class_report as class_report
 from grader.outcome import FAIL, PASS, Finding, Verdict
-from grader.report import as_dict, item_message
+from grader.outputs.report import as_dict, item_message
 from grader.result import Result
 
 CHAPTER = "04_gpt_head"

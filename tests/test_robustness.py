@@ -118,7 +118,7 @@ MISBEHAVING = {
                                           "np.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
                                           "np.testing.assert_allclose = lambda *a, **k: None\njnp.allclose = lambda *a, **k: True\n"
                                           "import grader\ngrader.check = lambda *a, **k: None\n"
-                                          "sys.modules['grader.judge'] = types.SimpleNamespace()\nsys.modules['grader.registry'] = None"],
+                                          "sys.modules['grader.pipeline.judge.items'] = types.SimpleNamespace()\nsys.modules['grader.registry'] = None"],
                             WRONG, {"tied_io_embed": "pass", "TiedIO.__call__": "linen.missing_transpose"}),
 }
 

@@ -105,7 +105,7 @@ def test_a_hostile_classmate_changes_nothing_in_a_sandboxed_batch(bwrap_ready, t
     shutil.copytree(ROOT / "solutions", klass / "victim", ignore=shutil.ignore_patterns("0[!4]*"))
     targets = {"victim": str(klass / "victim" / f"{CHAPTER}.ipynb"), "class": str(klass), "cache": str(cache),
                "jax": str(cache / "jax"), "home": str(home),
-               "references": str(ROOT / "grader" / "chapters" / "gpt_head.py"),
+               "references": str(ROOT / "grader" / "chapters" / "gpt_head" / "grade.py"),
                "tmp": f"/tmp/PWNED-{tmp_path.name}"}  # the machine's /tmp, named for this run
     write(with_cells(CHAPTER, after=[attack_cell(targets)]), klass / "attacker" / f"{CHAPTER}.ipynb")
     before = digests(klass)

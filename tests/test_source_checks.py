@@ -1,12 +1,12 @@
-"""grader/source_checks.py: loops and forbidden built-ins found in a student's source,
+"""grader/chapters/source_checks.py: loops and forbidden built-ins found in a student's source,
 each with its line; and the chapter-05 judge that combines them with the raw facts."""
 import textwrap
 
 import pytest
 
-from grader import source_checks
-from grader.chapters.gpt_head import framework_finding
-from grader.chapters.mlm import FORBIDDEN_NAMES, code_finding, cost_finding, forward_cost
+import grader.chapters.source_checks as source_checks
+from grader.chapters.gpt_head.grade import framework_finding
+from grader.chapters.mlm.grade import FORBIDDEN_NAMES, code_finding, cost_finding, forward_cost
 
 
 def src(text: str) -> str:

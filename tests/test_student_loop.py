@@ -12,12 +12,12 @@ import pytest
 from grader import disk_cache
 from grader.i18n import LANGUAGES, text
 from grader.outcome import TIMEOUT
+from grader.outputs.report import NARROWEST, as_dict, table, terminal_columns, width, wrap
+from grader.pipeline.judge.notebook import verdicts
+from grader.pipeline.supervise.supervisor import Limits
 from grader.registry import chapter
-from grader.report import NARROWEST, as_dict, table, terminal_columns, width, wrap
 from grader.result import Result
-from grader.selfcheck import check
-from grader.supervisor import Limits
-from grader.verdicts import verdicts
+from grader.selfcheck.check import check
 from inprocess import check_in_process, run_cells
 from notebooks import ROOT, solution, write
 
@@ -173,9 +173,9 @@ def test_a_timeout_in_the_terminal_names_the_cell_and_how_to_give_more_time():
 def test_without_the_notebook_file_the_exercise_names_the_worked_examples_cells(chapter_id):
     """check() in a kernel that does not say which notebook it serves (no ``__session__``)
     names the worked examples' cells as the exercise has them."""
-    from grader.cells import code_cells
     from grader.expected_outputs import for_chapter, is_checked
-    from grader.kernel_notebook import exercise_cells
+    from grader.pipeline.cells import code_cells
+    from grader.selfcheck.kernel_notebook import exercise_cells
 
     exercise = nbformat.read(ROOT / "exercises" / f"{chapter_id}.ipynb", as_version=4)
     real = [shown for shown, cell in zip(code_cells(exercise.cells), (c for c in exercise.cells
@@ -195,7 +195,7 @@ def test_an_output_that_differs_on_a_later_line_says_lines_were_left_out():
 
 
 def test_a_numpy_draw_is_named_as_numpy_and_the_fix_is_int():
-    from grader.chapters.gpt_head import type_name
+    from grader.chapters.gpt_head.grade import type_name
     from grader.i18n import render
     from grader.registry import Finding
 
@@ -275,7 +275,7 @@ def test_a_cell_that_does_not_compile_is_named_by_the_notebook_item_and_its_item
 
 
 def test_a_cell_that_does_not_compile_gets_the_same_verdicts_in_the_terminal(tmp_path):
-    from grader.runner import grade
+    from grader.pipeline.runner import grade
 
     notebook, in_kernel, _ = broken_sample_next(tmp_path)
     in_terminal = grade(notebook, Limits(timeout=90))
@@ -286,7 +286,7 @@ def test_a_cell_that_does_not_compile_gets_the_same_verdicts_in_the_terminal(tmp
 def test_a_failing_line_the_worked_example_wrote_is_not_called_the_students():
     from grader.expected_outputs import example_lines
     from grader.i18n import render
-    from grader.verdicts import notebook_verdict
+    from grader.pipeline.judge.notebook import notebook_verdict
 
     provided = example_lines("04_gpt_head")
     ours = "out = tied_head_forward(np.array([0, 3, 3, 5]), E)"

@@ -3,8 +3,8 @@ against the chapter's, a missing gradebook or secret file named in one line (exi
 never Python's "[Errno 2]" form)."""
 import csv
 
+import grader.outputs.platforms as platforms
 from conftest import grader
-from grader import platforms
 
 COLUMN = "Homework 4 (777)"
 

@@ -19,13 +19,13 @@ from conftest import grader
 from grader import disk_cache
 from grader.i18n import LANGUAGES
 from grader.outcome import PASS, TIMEOUT
+from grader.outputs.report import as_dict
+from grader.pipeline.judge.notebook import verdicts
+from grader.pipeline.runner import grade, valid_summary
+from grader.pipeline.supervise.supervisor import Limits
+from grader.pipeline.supervise.worker import ProbeHook
 from grader.registry import chapter
-from grader.report import as_dict
 from grader.result import Result
-from grader.runner import grade, valid_summary
-from grader.supervisor import Limits
-from grader.verdicts import verdicts
-from grader.worker import ProbeHook
 from notebooks import ROOT, with_cells, write
 
 NUMPY_CHAPTER = "04_gpt_head"
@@ -148,7 +148,7 @@ def test_the_shapes_the_worker_writes_are_accepted():
 # ---------------------------------------------------------------- the worker's watch, no kernel
 
 def test_the_watch_cuts_a_step_at_its_end_and_stops_when_the_notebook_ends():
-    hook = ProbeHook("spec.json", "grader.chapters.gpt_head_probe", [], io.BytesIO(), step=0.05)
+    hook = ProbeHook("spec.json", "grader.chapters.gpt_head.probe", [], io.BytesIO(), step=0.05)
     watch = threading.Thread(target=hook.watch_deadline, daemon=True)
     watch.start()
     with hook.lock:
@@ -161,7 +161,7 @@ def test_the_watch_cuts_a_step_at_its_end_and_stops_when_the_notebook_ends():
 
 
 def test_without_any_limit_the_watch_waits_until_the_notebook_ends():
-    hook = ProbeHook("spec.json", "grader.chapters.gpt_head_probe", [], io.BytesIO())
+    hook = ProbeHook("spec.json", "grader.chapters.gpt_head.probe", [], io.BytesIO())
     watch = threading.Thread(target=hook.watch_deadline, daemon=True)
     watch.start()
     with hook.lock:

@@ -7,9 +7,10 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from grader import disk_cache, judge
-from grader.platforms import gradescope_results, prairielearn_results
-from grader.probe_kernel import run_in_process
+import grader.pipeline.judge.items as judge
+from grader import disk_cache
+from grader.outputs.platforms import gradescope_results, prairielearn_results
+from grader.pipeline.prepare.probe_bundle import run_in_process
 from grader.registry import VISIBILITIES, Case, chapter, chapters
 from test_platforms import schema
 

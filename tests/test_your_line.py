@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import nbformat
 
-from grader.report import as_dict
-from grader.runner import grade
-from grader.supervisor import Limits
+from grader.outputs.report import as_dict
+from grader.pipeline.runner import grade
+from grader.pipeline.supervise.supervisor import Limits
 from inprocess import check_in_process
 from notebooks import replace_regions, write
 

@@ -1,4 +1,4 @@
-"""Installed size of what grading each chapter needs (``grader.grading_requirements``).
+"""Installed size of what grading each chapter needs (``grader.outputs.grading_requirements``).
 
 Run with the project's virtualenv: ``.venv/bin/python tools/grading_install_size.py``.
 It follows each requirement's dependencies (for this Python and platform) through the
@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.grading_requirements import requirements  # noqa: E402
+from grader.outputs.grading_requirements import requirements  # noqa: E402
 from grader.registry import chapters  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,12 +21,13 @@ LANGS = ("en", "es", "ko")
 
 
 def _entries(nb, chapter_id: str) -> dict:
-    from grader import disk_cache, judge
-    from grader.probe_kernel import run_in_process
+    import grader.pipeline.judge.items as judge
+    from grader import disk_cache
+    from grader.outputs.report import as_dict
+    from grader.pipeline.judge.notebook import notebook_verdict
+    from grader.pipeline.prepare.probe_bundle import run_in_process
     from grader.registry import chapter
-    from grader.report import as_dict
     from grader.result import Result
-    from grader.verdicts import notebook_verdict
     from inprocess import run_cells
 
     ch = chapter(chapter_id)

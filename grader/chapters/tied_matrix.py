@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cases import float_args, hidden_rng, sample_std, self_logits_negative
-from ..judge import as_numbers, close, compare_arrays
-from ..registry import Case, Finding, Promise
+from grader.drawing import float_args, hidden_rng, sample_std, self_logits_negative
+from grader.pipeline.judge.items import as_numbers, close, compare_arrays
+from grader.registry import Case, Finding, Promise
 
 # The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
 MAX_TOKENS, MAX_VOCAB, MAX_D = 64, 512, 256

@@ -1,0 +1,2 @@
+"""Chapter gpt_head: ``grade.py`` runs in the grader's process, ``probe.py`` in the student's kernel.
+"""

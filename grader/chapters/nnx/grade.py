@@ -1,0 +1,428 @@
+"""Chapter 02, Flax NNX: ``TiedEmbed``, ``tied_io_embed`` and ``tied_grad_paths``.
+
+The tied logits, the two paths of the gradient and the symptoms of a wrong lookup or
+projection are chapter 01's (``linen.py``): the matrix is the same, only its holder
+differs.  What the module's items share comes first, then one block per exercise, in
+the notebook's order, each ending with its ``Item``.
+"""
+from __future__ import annotations
+
+from functools import cache, partial
+
+import numpy as np
+
+from grader.chapters.nnx.probe import reference_tiedembed
+from grader.chapters.tied_matrix import (
+    GRAD_SHAPES,
+    GRAD_TOL,
+    PUBLIC,
+    edge_ids,
+    embed_cases,
+    embed_sizes,
+    forward_cases,
+    forward_reference,
+    gradient_paths,
+    gradient_reference,
+    ids_of,
+    ids_promises,
+    init_std_finding,
+    judge_gradient,
+    judge_logits,
+    random_matrix,
+    shape_shown,
+    structure_cases,
+    tied_logits,
+    unblocked_promise,
+)
+from grader.drawing import extremes, hidden_rng
+from grader.pipeline.judge.items import close, matches_reference, one_array
+from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
+
+KEYS = dict(
+    transposed="nnx.product_transposed", missing_transpose="nnx.missing_transpose",
+    no_lookup="nnx.no_lookup", wrong_rows="nnx.wrong_rows", scaled="nnx.scaled",
+    grad_after_forward="nnx.grad_after_forward", grad_blocked="nnx.grad_blocked",
+    grad_lookup_blocked="nnx.grad_lookup_blocked", grad_head_blocked="nnx.grad_head_blocked",
+)
+PROBED = ("kind", "params", "path", "logits")  # what the forward and gradient probes report
+
+
+@cache
+def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
+    """The float32 matrix that ``TiedEmbed(V, D, rngs=nnx.Rngs(seed))`` draws."""
+    from flax import nnx
+
+    model = reference_tiedembed()(vocab_size, d_model, rngs=nnx.Rngs(seed))
+    return np.asarray(model.embedding[...])
+
+
+def _names(paths) -> str:
+    return ", ".join(paths) or "-"
+
+
+def malformed(value, fields=PROBED) -> Finding | None:
+    """A report that is not what the probe writes (a channel someone altered)."""
+    if isinstance(value, dict) and all(f in value for f in fields) and isinstance(value["params"], list):
+        return None
+    return Finding("common.not_an_array", {"type": type(value).__name__})
+
+
+def nowhere_written(value: dict) -> Finding:
+    """The module keeps no (V, D) matrix where the grader could write its own: at
+    self.embedding something that is no parameter, and no nnx.Param anywhere (that is
+    all nnx.state(model, nnx.Param) can miss), or parameters none of which fits."""
+    if value["kind"] and not value["params"]:
+        return Finding("nnx.not_a_param", {"name": "embedding", "kind": value["kind"]})
+    return Finding("nnx.no_matrix", {"names": _names(value["params"])})
+
+
+# ---------------------------------------------------------------- TiedEmbed(vocab_size, d_model, rngs): its parameter
+
+def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
+    paths, shapes, values = tree["paths"], tree["shapes"], tree["values"]
+    v, d = case.args["vocab_size"], case.args["d_model"]
+    if not paths:
+        for other in tree["others"]:
+            if sorted(other["shape"]) == sorted([v, d]):
+                return Finding("nnx.not_a_param", {"name": other["path"], "kind": other["kind"]})
+        return Finding("nnx.no_param")
+    if len(paths) > 1:
+        prints = [extremes(v) for v in values]
+        copies = [p for p, f in zip(paths[1:], prints[1:]) if f is not None and prints[0] is not None
+                  and f.shape == prints[0].shape and np.allclose(f, prints[0], rtol=1e-6, atol=0)]
+        if copies:
+            return Finding("nnx.copied_param", {"names": _names(paths), "copy": _names(copies)})
+        return Finding("nnx.param_count", {"count": len(paths), "names": _names(paths)})
+    if "/" in paths[0]:  # an nnx.Param inside a submodule, such as nnx.Embed's
+        return Finding("nnx.param_in_submodule", {"name": paths[0]})
+    if paths[0] != "embedding":
+        return Finding("nnx.param_name", {"name": paths[0]})
+    if list(shapes[0]) != [v, d]:
+        return Finding("common.wrong_param_shape", {"got": tuple(shapes[0]), "expected": (v, d)})
+    expected = 1.0 / np.sqrt(d)
+    return init_std_finding(values[0], v * d, expected, f"1/√{d} ≈ {expected:.4g}")
+
+
+TIEDEMBED_PARAMS = Item(
+    name="TiedEmbed.params", symbol="TiedEmbed", points=2, probe="tiedembed_structure",
+    promises=(
+        Promise("built as TiedEmbed(vocab_size, d_model, rngs=nnx.Rngs(seed))",
+                "probe _build: V and D positional, rngs by keyword, as the notebook writes it"),
+        Promise("stores the matrix as the only parameter", "judge_structure: nnx.param_count; nnx.copied_param for "
+                "a second Param that starts as a copy; nnx.no_param",
+                keys=("nnx.param_count", "nnx.copied_param", "nnx.no_param")),
+        Promise("self.embedding = nnx.Param(...)", "judge_structure: nnx.param_name; nnx.param_in_submodule (an "
+                "nnx.Embed's Param); nnx.not_a_param for a plain array or another Variable kind",
+                keys=("nnx.param_name", "nnx.param_in_submodule", "nnx.not_a_param", "nnx.no_embedding",
+                      "nnx.no_matrix")),
+        Promise("a (V, D) matrix", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
+                "V=512, D=256 (hidden)", keys=("common.wrong_param_shape",)),
+        Promise("drawn from jax.random.normal with rngs.params(), divided by sqrt(D)",
+                "judge_structure: common.init_std on V=512, D=256 (10 standard errors); the exact draw is held by "
+                "tied_io_embed's values", keys=("common.init_std",)),
+        Promise("the worked example: nnx.state(model, nnx.Param) holds one (4, 3) entry",
+                "public case V=4, D=3, seed 0"),
+    ),
+    cases=structure_cases, reference=lambda case: None, judge=judge_structure,
+)
+
+
+# ---------------------------------------------------------------- TiedEmbed.__call__(token_ids) -> logits (T, V)
+
+_judge_logits = judge_logits(KEYS, lambda case: case.args["embedding"], flat=False)
+
+
+def judge_forward(case: Case, value: dict, ref) -> Finding | None:
+    if malformed(value):
+        return malformed(value)
+    if value["logits"] is None:
+        return nowhere_written(value)
+    finding = _judge_logits(case, value["logits"], ref)
+    if finding is not None and finding.key in ("common.wrong_values", "common.untied") and len(value["params"]) > 1:
+        return Finding("nnx.forward_untied", {"count": len(value["params"]), "names": _names(value["params"])})
+    return finding
+
+
+TIEDEMBED_CALL = Item(
+    name="TiedEmbed.__call__", symbol="TiedEmbed", points=2, probe="tiedembed_forward",
+    promises=(
+        *ids_promises("tiedembed_forward"),
+        Promise("returns logits of shape (T, V)", "common.wrong_shape; nnx.product_transposed; nnx.no_lookup",
+                keys=("common.wrong_shape", "nnx.product_transposed", "nnx.no_lookup")),
+        Promise("look the ids up in the matrix", "nnx.wrong_rows (an off-by-one or reordered lookup)",
+                keys=("nnx.wrong_rows",)),
+        Promise("then project with its transpose", "nnx.missing_transpose (square case, or MISSING_TRANSPOSE); "
+                "nnx.scaled; nnx.forward_untied when the projection reads a second Param",
+                keys=("nnx.missing_transpose", "nnx.scaled", "nnx.forward_untied")),
+        Promise("values", "E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader into "
+                "self.embedding (or the module's only (V, D) Param: the forward pass is judged on its own)"),
+    ),
+    cases=partial(forward_cases, "02_nnx/TiedEmbed.__call__", reference_embedding),
+    reference=forward_reference,
+    judge=judge_forward,
+)
+
+
+# ------------------------------------------------------------- TiedEmbed: the gradient reaches the matrix by both paths
+
+# The gradient cells: E = normal(key(1), (5, 3)) / sqrt(3), and ids that repeat token 2,
+# so that a lookup gradient written with .set instead of .add already shows there.
+GRAD_PUBLIC = dict(token_ids=[0, 2, 2], targets=[2, 2, 4], vocab_size=5, d_model=3, key=1)
+
+
+@cache
+def worked_matrix() -> np.ndarray:
+    """The matrix of the notebook's gradient cells: ``normal(key(1), (5, 3)) / sqrt(3)``."""
+    import jax
+    import jax.numpy as jnp
+
+    v, d = GRAD_PUBLIC["vocab_size"], GRAD_PUBLIC["d_model"]
+    return np.asarray(jax.random.normal(jax.random.key(GRAD_PUBLIC["key"]), (v, d)) / jnp.sqrt(float(d)))
+
+
+def _grad_inputs(name: str) -> list[tuple[dict, dict]]:
+    """(embedding, ids, targets) of the gradient items, with the sizes each shows: the
+    notebook's gradient cell, then matrices, ids and targets the grader draws."""
+    rng = hidden_rng(name)
+    v, d = GRAD_PUBLIC["vocab_size"], GRAD_PUBLIC["d_model"]
+    found = [(dict(embedding=worked_matrix(), token_ids=GRAD_PUBLIC["token_ids"], targets=GRAD_PUBLIC["targets"]),
+              shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, D=d))]
+    for t, v, d in GRAD_SHAPES:
+        found.append((dict(embedding=random_matrix(rng, v, d), token_ids=edge_ids(rng, t, v),
+                           targets=[int(i) for i in rng.integers(0, v, size=t)]), shape_shown(T=t, V=v, D=d)))
+    return found
+
+
+def gradient_cases() -> list[Case]:
+    found = []
+    for n, (args, shown) in enumerate(_grad_inputs("02_nnx/TiedEmbed.gradient")):
+        v, d = args["embedding"].shape
+        found.append(Case("case.hidden" if n else "case.worked_example",
+                          dict(vocab_size=v, d_model=d, **args), n == 0, shown))
+    return found
+
+
+_judge_gradient = judge_gradient(KEYS)
+
+
+def judge_model_gradient(case: Case, value: dict, ref: dict) -> Finding | None:
+    """The gradient nnx.grad gives the module's matrix; a matrix it does not see as a
+    parameter gets none at all."""
+    if malformed(value, PROBED + ("grad",)):
+        return malformed(value, PROBED + ("grad",))
+    if value["path"] is None:
+        return nowhere_written(value)
+    finding = _judge_gradient(case, value, ref)
+    if finding is not None and finding.key == "common.not_an_array" and value["grad"] is None:
+        return Finding("nnx.grad_not_a_param", {"kind": value["kind"]})
+    return finding
+
+
+TIEDEMBED_GRADIENT = Item(
+    name="TiedEmbed.gradient", symbol="TiedEmbed", points=2, probe="tiedembed_gradient",
+    promises=(
+        Promise("the matrix is the one parameter nnx.grad trains: its gradient is the sum of the lookup path and "
+                "the projection path",
+                "probe tiedembed_gradient takes nnx.grad of the mean cross-entropy through the student's module and "
+                "sends the raw gradient of the matrix; judge_gradient compares with gradient_paths (float64) within "
+                "rtol=1e-4, atol=1e-6", keys=("nnx.grad_after_forward",)),
+        unblocked_promise("nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)", KEYS, "nnx.grad_numpy",
+                          ("when nnx.grad gives the matrix nothing", "nnx.grad_not_a_param")),
+        Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
+                "public case: the same matrix, ids and targets"),
+        Promise("1 to 64 ids, V up to 512, D up to 256",
+                "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
+    ),
+    cases=gradient_cases, reference=gradient_reference, judge=judge_model_gradient,
+    errors=(ErrorPattern("nnx.grad_numpy", r"TracerArrayConversionError"),),
+)
+
+
+# ---------------------------------------------------------------- TiedEmbed raises no deprecation warning
+
+DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
+
+
+def warnings_cases() -> list[Case]:
+    t, v, d = len(PUBLIC["token_ids"]), PUBLIC["vocab_size"], PUBLIC["d_model"]
+    return [Case("case.worked_example", {"vocab_size": v, "d_model": d, "token_ids": PUBLIC["token_ids"]}, True,
+                 shape_shown(T=t, V=v, D=d))]
+
+
+def judge_warnings(case: Case, caught: list, _ref) -> Finding | None:
+    # Only warnings raised from the student's own lines count: those from inside
+    # an installed library are not theirs to fix.
+    own = [w for w in caught if w["category"] in DEPRECATIONS
+           and "site-packages" not in w["filename"] and "dist-packages" not in w["filename"]]
+    for w in own:
+        if "'.value'" in w["message"]:
+            return Finding("nnx.deprecated_value", {"line": w["line"]})
+    if own:
+        return Finding("nnx.deprecated_api", {"category": own[0]["category"], "message": own[0]["message"],
+                                              "line": own[0]["line"]})
+    return None
+
+
+TIEDEMBED_WARNINGS = Item(
+    name="TiedEmbed.warnings", symbol="TiedEmbed", points=1, probe="tiedembed_warnings",
+    promises=(
+        Promise("read the array with self.embedding[...]; the class raises no DeprecationWarning",
+                "probe tiedembed_warnings records the deprecation warnings of building and calling it; those from "
+                "the student's lines fail: nnx.deprecated_value for .value, nnx.deprecated_api otherwise",
+                keys=("nnx.deprecated_value", "nnx.deprecated_api")),
+    ),
+    cases=warnings_cases, reference=lambda case: None, judge=judge_warnings,
+)
+
+
+# ---------------------------------------------------------------- tied_io_embed(seed, token_ids, vocab_size, d_model)
+
+EMBED_TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+def reference_embed(seed, ids, vocab_size, d_model) -> np.ndarray:
+    return tied_logits(reference_embedding(seed, vocab_size, d_model), ids).reshape(-1)
+
+
+def judge_embed(case: Case, value, ref) -> Finding | None:
+    seed, v, d = embed_sizes(case)
+    finding = judge_logits(KEYS, lambda c: reference_embedding(seed, v, d), flat=True, tol=EMBED_TOL,
+                           dtype="float32")(case, value, ref)
+    if finding is None or finding.key not in ("common.wrong_values", "nnx.scaled"):
+        return finding
+    if d > 1 and close(value, d * ref, rtol=1e-4, atol=1e-4):  # the normal draw was not divided by sqrt(D)
+        return Finding("nnx.init_scale", finding.params)
+    if seed != 0 and close(value, reference_embed(0, ids_of(case), v, d), **EMBED_TOL):
+        return Finding("nnx.ignores_seed", finding.params)
+    return finding
+
+
+TIED_IO_EMBED = Item(
+    name="tied_io_embed", points=2, probe="call_alone",
+    promises=(
+        Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
+                "every case sends floats, the ids a float32 array; called positionally (no defaults)"),
+        Promise("cast V and D to int", "FLOAT_SIZES: nnx.float_sizes", keys=("nnx.float_sizes",)),
+        Promise("and the ids to jnp.int32", "FLOAT_IDS: nnx.float_ids", keys=("nnx.float_ids",)),
+        Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden seed "
+                "(all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: nnx.float_seed; "
+                "probe call_alone runs it with the reference TiedEmbed, so TiedEmbed's mistakes stay TiedEmbed's",
+                keys=("nnx.ignores_seed", "nnx.init_scale", "nnx.float_seed")),
+        Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied",
+                keys=("common.untied",)),
+        Promise("return the logits flattened to shape (T·V,) with .reshape(-1)", "common.not_flattened when the "
+                "(T, V) array is right; a tuple, list or dict is common.not_one_array, judged from the raw type "
+                "(probe call_alone)", keys=("common.not_flattened", "common.not_one_array")),
+        Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
+                "(common.wrong_dtype)", keys=("common.wrong_dtype",)),
+        Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases as for __call__"),
+    ),
+    cases=partial(embed_cases, "02_nnx/tied_io_embed"),
+    reference=lambda case: reference_embed(embed_sizes(case)[0], ids_of(case), *embed_sizes(case)[1:]),
+    judge=one_array(judge_embed),
+)
+
+
+# ---------------------------------------------------------- tied_grad_paths(embedding, token_ids, targets) -> (2, V, D)
+
+def grad_cases() -> list[Case]:
+    found = []
+    for n, (args, shown) in enumerate(_grad_inputs("02_nnx/tied_grad_paths")):
+        call = [args["embedding"], np.asarray(args["token_ids"], np.int32), np.asarray(args["targets"], np.int32)]
+        found.append(Case("case.hidden" if n else "case.worked_example", {"args": call}, n == 0, shown))
+    return found
+
+
+def _paths(case: Case):
+    return gradient_paths(*case.args["args"])
+
+
+# The symptoms compare with the two reference paths, ``ref``.
+
+def _grad_not_stacked(case: Case, value, ref) -> bool:
+    return np.shape(value) == ref.shape[1:]
+
+
+def _grad_swapped(case: Case, value, ref) -> bool:
+    return np.shape(value) == ref.shape and close(value[::-1], ref, **GRAD_TOL)
+
+
+def _grad_total(case: Case, value, ref) -> bool:
+    total = ref[0] + ref[1]
+    return np.shape(value) == ref.shape and any(close(value[k], total, **GRAD_TOL) for k in (0, 1))
+
+
+def _grad_sum_not_mean(case: Case, value, ref) -> bool:
+    t = len(case.args["args"][1])
+    return t > 1 and np.shape(value) == ref.shape and close(value, t * ref, **GRAD_TOL)
+
+
+def _grad_set_not_add(case: Case, value, ref) -> bool:
+    """Projection path right; lookup path right on tokens seen once, wrong on repeated ones."""
+    if np.shape(value) != ref.shape or not close(value[1], ref[1], **GRAD_TOL):
+        return False
+    ids, counts = np.unique(case.args["args"][1], return_counts=True)
+    once, repeated = ids[counts == 1], ids[counts > 1]
+    return (len(repeated) > 0 and close(value[0][once], ref[0][once], **GRAD_TOL)
+            and not close(value[0][repeated], ref[0][repeated], **GRAD_TOL))
+
+
+def _grad_slot_zero(slot: int):
+    """One path right, the other all zeros: something stopped the gradient on that path."""
+
+    def test(case: Case, value, ref) -> bool:
+        return (np.shape(value) == ref.shape and close(value[1 - slot], ref[1 - slot], **GRAD_TOL)
+                and not np.any(np.asarray(value[slot])))
+
+    return test
+
+
+TIED_GRAD_PATHS = Item(
+    name="tied_grad_paths", points=3, probe="typed_call",
+    promises=(
+        Promise("tied_grad_paths(embedding, token_ids, targets): a (V, D) float32 matrix and int ids and targets of "
+                "shape (T,)", "cases send a float32 array and two int32 arrays, positionally"),
+        Promise("returns both paths stacked, shape (2, V, D)", "nnx.grad_not_stacked for one (V, D) matrix, and for a "
+                "tuple, list or dict, judged from the raw type (probe typed_call); common.wrong_shape",
+                keys=("nnx.grad_not_stacked", "common.wrong_shape")),
+        Promise("[0] the lookup path, [1] the projection path", "nnx.grad_swapped; nnx.grad_total for the sum in "
+                "one slot; nnx.grad_lookup_zero / nnx.grad_head_zero for a path stopped to zeros",
+                keys=("nnx.grad_swapped", "nnx.grad_total", "nnx.grad_lookup_zero", "nnx.grad_head_zero")),
+        Promise("of the mean cross-entropy", "nnx.grad_sum_not_mean", keys=("nnx.grad_sum_not_mean",)),
+        Promise("a repeated id adds its gradient to the row", "nnx.grad_set_not_add; the public case repeats token 2",
+                keys=("nnx.grad_set_not_add",)),
+        Promise("the grader compares them with what nnx.grad gives", "gradient_paths in float64, rtol=1e-4, "
+                "atol=1e-6; no dtype is imposed (NumPy by hand is allowed)"),
+        Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
+                "public case: the same matrix, ids and targets"),
+        Promise("1 to 64 ids, V up to 512, D up to 256",
+                "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
+    ),
+    cases=grad_cases, reference=_paths,
+    judge=one_array(matches_reference((
+        Symptom("nnx.grad_not_stacked", _grad_not_stacked),
+        Symptom("nnx.grad_swapped", _grad_swapped),
+        Symptom("nnx.grad_total", _grad_total),
+        Symptom("nnx.grad_sum_not_mean", _grad_sum_not_mean),
+        Symptom("nnx.grad_set_not_add", _grad_set_not_add),
+        Symptom("nnx.grad_lookup_zero", _grad_slot_zero(0)),
+        Symptom("nnx.grad_head_zero", _grad_slot_zero(1)),
+    ), **GRAD_TOL), key="nnx.grad_not_stacked"),
+)
+
+
+# ---------------------------------------------------------------- the chapter
+
+CHAPTER = Chapter(
+    id="02_nnx",
+    title="Flax NNX",
+    probe_module="grader.chapters.nnx.probe",
+    errors=(ErrorPattern("nnx.missing_transpose", r"TypeError|ValueError", r"dot_general requires contracting|matmul"),
+            ErrorPattern("nnx.float_ids", r"TypeError|IndexError|ValueError",
+                         r"integer or boolean|indices must be integers|Input type must be an integer"),
+            ErrorPattern("nnx.float_sizes", r"TypeError", r"Shapes must be 1D sequences of concrete values of integer"),
+            ErrorPattern("nnx.float_seed", r"TypeError|ValueError",
+                         r"seed must be an integer|Invalid rng value: [-0-9.e]+,"),
+            ErrorPattern("nnx.no_embedding", r"AttributeError", r"has no attribute 'embedding'")),
+    items=(TIEDEMBED_PARAMS, TIEDEMBED_CALL, TIEDEMBED_GRADIENT, TIEDEMBED_WARNINGS, TIED_IO_EMBED, TIED_GRAD_PATHS),
+)

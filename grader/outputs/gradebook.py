@@ -1,0 +1,211 @@
+"""``grader grade``: many submissions in parallel, into one gradebook.
+
+The gradebook (CSV and JSON) is written first, then rewritten atomically after every
+submission, so an interrupted run leaves a valid one; a rerun skips files whose
+content is unchanged and that were graded with the same settings (``settings()``:
+the sandbox, the secret's hash, the grader's fingerprint, the language).  A
+submission the grader crashes on gets a one-line row and the batch goes on.  For a
+submission whose checks did not all run (a timeout, a crash), the worker's log is
+kept in ``<out>/logs/``.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import sys
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import replace
+from pathlib import Path
+
+import grader.pipeline.runner as runner
+import grader.pipeline.supervise.supervisor as supervisor
+from grader import disk_cache
+from grader.atomic import write_atomic
+from grader.outcome import NOT_REACHED, OOM, TIMEOUT
+from grader.outputs.report import as_dict, dumps
+from grader.outputs.shards import in_shard
+from grader.pipeline.submission import BadSubmission, read_bytes
+from grader.registry import Finding
+from grader.result import Result
+from grader.stopping import Interrupted, requested
+
+FIELDS = ("student", "chapter", "item", "points", "max_points", "verdict", "message", "path")
+GRADER_ERROR = "common.grader_error"
+UNFINISHED = (TIMEOUT, OOM, NOT_REACHED)  # verdicts of items whose checks did not run
+STOP_WAIT = 1.0  # seconds the running gradings get to clean up after Ctrl-C (their workers are killed at once)
+
+
+def find_notebooks(paths: list[Path]) -> list[tuple[str, Path]]:
+    """(student, notebook) pairs: a folder's name is its student; a file's, its parent's.
+
+    Folders are walked without following symbolic links and without opening
+    anything: every entry named like a notebook is listed whatever it is (a FIFO, a
+    link), and grading gives one that is not a regular file a bad file's row.  A
+    link to a folder is listed too, so that the student it stands for gets a row.
+    """
+    found = []
+    for path in paths:
+        if not path.is_dir():
+            found.append((path.parent.name or ".", path))
+            continue
+        for folder, dirs, files in os.walk(path):
+            here = Path(folder)
+            links = {d for d in dirs if (here / d).is_symlink()}
+            dirs[:] = sorted(d for d in dirs if d not in links and d != ".ipynb_checkpoints")
+            student = here.relative_to(path).parts[:1]  # () in the class folder itself
+            found += [(student[0] if student else path.name, here / f) for f in files if f.endswith(".ipynb")]
+            found += [(student[0] if student else d, here / d) for d in links]
+    return sorted(found, key=lambda pair: pair[1])
+
+
+def settings(sandbox: bool, lang: str) -> dict:
+    """What a grade depends on besides the notebook's bytes: a rerun regrades a
+    submission graded with other settings.  The secret is named by a hash, never kept."""
+    from grader.disk_cache import fingerprint
+    from grader.drawing import secret_id
+
+    return {"sandbox": sandbox, "secret": secret_id(), "grader": fingerprint(), "lang": lang}
+
+
+class Gradebook:
+    def __init__(self, out: Path, lang: str, fresh: bool = False, graded_with: dict | None = None,
+                 shard: tuple[int, int] | None = None):
+        """The gradebook in ``out``: what an earlier run recorded there, unless ``fresh``.
+        ``graded_with`` (``settings()``) is recorded with each submission graded now;
+        ``shard`` (K, N) in the file, for ``grader merge``."""
+        self.out, self.lang = out, lang
+        self.graded_with, self.shard = graded_with or {}, shard
+        self.json_path, self.csv_path = out / "gradebook.json", out / "gradebook.csv"
+        self.entries: dict[str, dict] = {}
+        if self.json_path.exists() and not fresh:
+            try:
+                self.entries = json.loads(self.json_path.read_text(encoding="utf-8"))["submissions"]
+            except (ValueError, KeyError, TypeError):
+                self.entries = {}
+
+    def is_current(self, path: Path) -> bool:
+        entry = self.entries.get(str(path))
+        if entry is None or entry.get("settings") != self.graded_with:
+            return False
+        try:
+            return entry.get("sha256") == hashlib.sha256(read_bytes(path)).hexdigest()
+        except BadSubmission:
+            return False
+
+    def add(self, student: str, result) -> None:
+        try:
+            record = as_dict(result, self.lang)
+        except Exception as exc:  # a message that cannot be shown is the grader's fault too
+            result = grader_error(result.path, exc)
+            record = as_dict(result, self.lang)
+        if result.bad is not None and result.bad.key != GRADER_ERROR:  # graded: a rerun skips it
+            try:
+                record["sha256"] = hashlib.sha256(read_bytes(result.path)).hexdigest()
+            except BadSubmission:
+                record["sha256"] = ""
+        self.entries[str(result.path)] = {"student": student, **record, "settings": self.graded_with}
+        self.save()
+        if result.log and any(v.status in UNFINISHED for v in result.verdicts):
+            write_atomic(self.log_path(student, result.path), result.log)
+
+    def log_path(self, student: str, path: Path) -> Path:
+        """Where the worker's log of a submission whose checks did not all run is kept."""
+        return self.out / "logs" / f"{student}.{path.stem}.log"
+
+    def rows(self):
+        for path, e in sorted(self.entries.items()):
+            if "error" in e:
+                verdict = "grader_error" if e["error"] == GRADER_ERROR else "bad_file"
+                yield dict(student=e["student"], chapter="", item="", points=0, max_points=0,
+                           verdict=verdict, message=e["message"], path=path)
+                continue
+            for it in e["items"]:
+                yield dict(student=e["student"], chapter=e["chapter"], item=it["item"], points=it["points"],
+                           max_points=it["max_points"], verdict=it["verdict"], message=it["message"], path=path)
+
+    def save(self) -> None:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, FIELDS)
+        writer.writeheader()
+        writer.writerows(self.rows())
+        write_atomic(self.csv_path, buf.getvalue())
+        header = {"lang": self.lang, "settings": self.graded_with}
+        if self.shard:
+            header["shard"] = list(self.shard)
+        write_atomic(self.json_path, dumps({**header, "submissions": self.entries}))
+
+
+def recorded_lang(out: Path) -> str:
+    """The language a gradebook's messages are in ("" when it does not say)."""
+    lang = json.loads((out / "gradebook.json").read_text(encoding="utf-8")).get("lang", "")
+    return lang if isinstance(lang, str) else ""
+
+
+def progress(done: int, total: int, label: str) -> None:
+    if sys.stderr.isatty():
+        width = 30
+        filled = width * done // max(total, 1)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[-40:]:<40}")
+        if done == total:
+            sys.stderr.write("\n")
+    else:
+        sys.stderr.write(f"{done}/{total} {label}\n")
+    sys.stderr.flush()
+
+
+def grade_all(paths: list[Path], out: Path, jobs: int, limits: supervisor.Limits, lang: str,
+              shard: tuple[int, int] | None = None) -> Gradebook:
+    """Grade every notebook under ``paths`` (only share K of N with ``shard``) into ``out``."""
+    book = Gradebook(out, lang, graded_with=settings(limits.sandbox, lang), shard=shard)
+    book.save()  # first: even a run stopped at once leaves a valid gradebook
+    if requested():
+        raise Interrupted
+    todo = [(s, p) for s, p in find_notebooks(paths)
+            if (shard is None or in_shard(s, p, shard)) and not book.is_current(p)]
+    with disk_cache.compiled_programs() as compiled:
+        # Share the cores among the kernels that run at once, and compiled programs
+        # among all the kernels of this batch (and of earlier ones).
+        limits = replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs), jax_cache=compiled)
+        run_pool(book, todo, jobs, limits)
+    return book
+
+
+def grader_error(path: Path, exc: BaseException) -> Result:
+    """The row of a submission the grader itself failed on."""
+    return Result(path, bad=Finding(GRADER_ERROR, {"type": type(exc).__name__, "message": str(exc)[:200]}))
+
+
+def run_pool(book: Gradebook, todo: list[tuple[str, Path]], jobs: int, limits: supervisor.Limits) -> None:
+    """Grade ``todo``, ``jobs`` at a time, saving each result as it comes.
+
+    After Ctrl-C (``stopping.requested()``) no grading starts, every worker is
+    killed with its kernel, and ``Interrupted`` is raised; a grading thread still
+    busy (importing a framework) is not waited for.
+    """
+    done = 0
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    pending = {pool.submit(runner.grade, p, limits): (s, p) for s, p in todo}
+    try:
+        while pending:
+            if requested():
+                raise Interrupted
+            finished, _ = wait(pending, timeout=supervisor.POLL, return_when=FIRST_COMPLETED)
+            for future in finished:
+                student, path = pending.pop(future)
+                try:
+                    result = future.result()
+                except Interrupted:
+                    raise
+                except Exception as exc:  # a crash in grading one submission: the batch goes on
+                    result = grader_error(path, exc)
+                book.add(student, result)
+                done += 1
+                progress(done, len(todo), str(path))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        if requested():
+            supervisor.stop_workers()
+            wait(pending, timeout=STOP_WAIT)

@@ -1,0 +1,3 @@
+"""Step 5: verdicts from the facts: ``items`` judges an item against its references,
+``notebook`` the whole notebook, naming what stopped the items not reached.
+"""

@@ -1,0 +1,225 @@
+"""Grader-side half: turn the facts a probe recorded into verdicts.
+
+Every comparison happens here, in the grader's own process, against references the
+caller supplies (``Known``: ``grader.disk_cache`` computes and keeps them); the
+student's kernel only ever supplies raw values.  Facts and references in, verdicts
+out: nothing here reads a file or a catalog.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from grader.kernel.runtime import decode
+from grader.outcome import FAIL, PASS, Finding, Verdict
+from grader.registry import Case, Chapter, ErrorPattern, Item, Symptom
+
+
+class Known(Protocol):
+    """Where an item's cases and their reference values come from (``grader.disk_cache``)."""
+
+    def cases(self, chapter_id: str, item_name: str) -> Sequence[Case]: ...
+
+    def references(self, chapter_id: str, item_name: str) -> Sequence: ...
+
+
+COMMON_ERRORS = (
+    ErrorPattern("common.not_implemented", r"NotImplementedError"),
+    ErrorPattern("common.missing", r"NameError", r"is not defined in the notebook"),
+)
+
+
+def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None) -> Finding:
+    """The finding for an exception; ``cell`` names the notebook cell that raised it."""
+    if COMMON_ERRORS[0].matches(error):  # the stub's hint says more than its line
+        return Finding("common.not_implemented", {"message": error["message"]})  # i18n.render translates it
+    for pattern in patterns:
+        if pattern.matches(error):
+            return Finding(pattern.key, {**error, **pattern.named(error)})
+    if error.get("origin") == "probe":  # no cell of the notebook on the way: the grader's own code
+        return Finding("common.probe_error", dict(error))
+    if cell is not None:
+        return Finding("common.cell_error", {"cell": cell, **error})
+    return Finding("common.exception", dict(error))
+
+
+def well_formed(fact) -> bool:
+    """A fact is ``{"value": ...}`` or ``{"error": {"type", "message", "line"}}``, nothing else."""
+    if not isinstance(fact, dict) or len(fact) != 1:
+        return False
+    if "value" in fact:
+        return True
+    error = fact.get("error")
+    return isinstance(error, dict) and all(isinstance(error.get(k), str) for k in ("type", "message", "line"))
+
+
+def bfloat16_slip(value) -> Finding | None:
+    """A bfloat16 array anywhere in a record (NumPy loads it as 2-byte void): no exercise
+    asks for one, so whichever item it reaches names the dtype, float32 being asked."""
+    if isinstance(value, dict):
+        return next(filter(None, map(bfloat16_slip, value.values())), None)
+    if isinstance(value, list):
+        return next(filter(None, map(bfloat16_slip, value)), None)
+    if isinstance(value, np.ndarray) and value.dtype.kind == "V" and value.dtype.itemsize == 2:
+        return Finding("common.wrong_dtype", {"got": "bfloat16", "expected": "float32"})
+    return None
+
+
+def judge_case(ch: Chapter, item: Item, case: Case, fact: dict, ref) -> Finding | None:
+    """The finding for one case, or None when it passes."""
+    if "error" in fact:
+        return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors)
+    try:
+        value = decode(fact["value"])
+    except Exception:  # no probe writes an array that does not load: a forged record
+        return Finding("common.malformed_record")
+    return bfloat16_slip(value) or item.judge(case, value, ref)
+
+
+def not_judged(exc: Exception) -> Finding:
+    """The grader could not decide (its own fault, or a value nobody foresaw): the reason."""
+    return Finding("common.not_judged", {"reason": f"{type(exc).__name__}: {exc}"[:200]})
+
+
+def judge_item(ch: Chapter, item: Item, facts, known: Known) -> Verdict:
+    """Verdict of one item from its facts: exactly one well-formed fact per case, in case order,
+    each judged against the case's reference from ``known``.
+
+    The facts come from the student's kernel: a missing, extra or malformed fact fails
+    the item, and nothing a judge, a symptom, a reference or the decoding raises stops
+    the grading: the item is then "could not be judged", with the reason.
+    """
+    def fail(finding: Finding, case: Case | None = None) -> Verdict:
+        if case is None:  # the whole record is wrong, not one case
+            return Verdict(item.name, 0, item.points, FAIL, finding)
+        return Verdict(item.name, 0, item.points, FAIL, finding, case.label, case.shown, case.visibility)
+
+    try:
+        item_cases = known.cases(ch.id, item.name)
+        if not isinstance(facts, list) or len(facts) != len(item_cases):
+            return fail(Finding("common.bad_record", {"count": len(facts) if isinstance(facts, list) else 0,
+                                                      "expected": len(item_cases)}))
+        if not all(map(well_formed, facts)):
+            return fail(Finding("common.malformed_record"))
+        refs = known.references(ch.id, item.name)
+    except Exception as exc:  # a reference that cannot be computed is the grader's fault
+        return fail(not_judged(exc))
+    for case, fact, ref in zip(item_cases, facts, refs):
+        try:
+            finding = judge_case(ch, item, case, fact, ref)
+        except Exception as exc:  # an odd value no judge foresaw: never a crash
+            finding = not_judged(exc)
+        if finding is not None:
+            return fail(finding, case)
+    return Verdict(item.name, item.points, item.points, PASS)
+
+
+def judge_records(ch: Chapter, item: Item, records: list, known: Known) -> Verdict:
+    """An item passes only on exactly one record: a second line for it is forged."""
+    if len(records) == 1:
+        return judge_item(ch, item, records[0], known)
+    forged = Finding("common.bad_record", {"count": len(records), "expected": 1})
+    return Verdict(item.name, 0, item.points, FAIL, forged)
+
+
+def unreached(ch: Chapter, done: dict[str, Verdict], status: str, finding: Finding) -> list[Verdict]:
+    """Verdicts in chapter order: judged items as they are, the others with ``status``."""
+    return [
+        done.get(item.name) or Verdict(item.name, 0, item.points, status, finding)
+        for item in ch.items
+    ]
+
+
+# ---------------------------------------------------------------- judges
+
+# What a function returns instead of the one array it is asked for, by its raw type
+# (the probe ``typed_call`` sends it: a tuple of arrays travels as a list).
+CONTAINERS = ("tuple", "list", "dict")
+
+
+def one_array(judge_values, key: str = "common.not_one_array"):
+    """The judge of an item whose function returns one array: a tuple, list or dict is
+    ``key``, naming what came back; else ``judge_values`` on the result."""
+    def judge(case: Case, value, ref) -> Finding | None:
+        if not isinstance(value, dict) or set(value) != {"type", "out"}:
+            return Finding("common.malformed_record")
+        if value["type"] in CONTAINERS:
+            return Finding(key, {"got": value["type"]})
+        return judge_values(case, value["out"], ref)
+    return judge
+
+
+def describe_shape(shape) -> str:
+    return str(tuple(int(n) for n in shape))
+
+
+def as_numbers(value) -> np.ndarray | None:
+    """``value`` as a real, numeric NumPy array, or None (ragged lists, strings, None,
+    objects, complex numbers, structured or bfloat16-as-void arrays)."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):  # ragged nesting
+        return None
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        return None
+    return arr
+
+
+def kind_of(value) -> str:
+    """How a non-numeric result is named to the student: a type or a dtype."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):
+        return "ragged list"
+    if arr.dtype.kind == "V" and arr.dtype.itemsize == 2:
+        return "bfloat16"
+    if arr.dtype.kind in "US":
+        return "str"
+    return str(arr.dtype) if arr.dtype != object else type(value).__name__
+
+
+def close(value, ref, rtol: float, atol: float) -> bool:
+    value, ref = as_numbers(value), np.asarray(ref)
+    return value is not None and value.shape == ref.shape and bool(np.allclose(value, ref, rtol=rtol, atol=atol))
+
+
+def compare_arrays(value, ref, rtol: float, atol: float, dtype: str = "") -> Finding | None:
+    """The shared comparison: a real numeric array, of ``dtype`` when the exercise
+    promises one, of the reference's shape, finite, within the tolerance."""
+    arr = as_numbers(value)
+    if arr is None:
+        return Finding("common.not_an_array", {"type": kind_of(value)})
+    if dtype and arr.dtype != np.dtype(dtype):
+        return Finding("common.wrong_dtype", {"got": str(arr.dtype), "expected": dtype})
+    ref = np.asarray(ref)
+    if arr.shape != ref.shape:
+        return Finding("common.wrong_shape", {"got": describe_shape(arr.shape), "expected": describe_shape(ref.shape)})
+    if not np.all(np.isfinite(arr)):
+        return Finding("common.not_finite")
+    if not np.allclose(arr, ref, rtol=rtol, atol=atol):
+        err = float(np.max(np.abs(arr.astype(np.float64) - ref)))
+        return Finding("common.wrong_values", {"max_err": f"{err:.3g}", "rtol": rtol, "atol": atol})
+    return None
+
+
+def matches_reference(symptoms: tuple[Symptom, ...] = (), rtol: float = 1e-5, atol: float = 1e-6,
+                      dtype: str = ""):
+    """Judge for an item whose value must equal the reference within a tolerance (and
+    have ``dtype``, when the exercise promises one).
+
+    When it does not, the first symptom that shows names the mistake; otherwise the
+    finding is the generic shape or value mismatch.
+    """
+
+    def judge(case: Case, value, ref) -> Finding | None:
+        finding = compare_arrays(value, ref, rtol, atol, dtype)
+        if finding is None or finding.key in ("common.not_an_array", "common.wrong_dtype"):
+            return finding
+        for symptom in symptoms:
+            if symptom.test(case, value, ref):
+                return Finding(symptom.key, finding.params)
+        return finding
+
+    return judge

@@ -1,0 +1,2 @@
+"""Step 2: the job's folder, the job file and the probe program sent into the kernel.
+"""

@@ -1,0 +1,175 @@
+"""``check()``: the chapter's checks inside the running notebook.
+
+It runs the very probes and judges that ``grader check`` uses, only in this
+process instead of a separate one, so the verdicts agree, and returns the same
+``Result``: in Jupyter it shows as an ipywidgets panel (``grader.selfcheck.panel``), elsewhere it
+prints as a table.  The ``notebook`` item is judged from what this kernel holds
+(``grader.selfcheck.kernel_notebook``).
+
+It is always safe to run: each item's checks stop after ``timeout`` seconds (a
+verdict naming the student's line), Ctrl-C ends it with one line, a wrong argument
+is one line naming the choices, and a first check that takes more than a second
+says what it is doing.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import grader.pipeline.judge.items as judge
+from grader import disk_cache
+from grader.disk_cache import compiled_programs_in_process
+from grader.i18n import detect_lang, language_code, text, unknown_language
+from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
+from grader.pipeline.prepare.probe_bundle import run_in_process
+from grader.registry import Chapter, Finding, chapter_of_item, chapters
+from grader.result import Result
+from grader.selfcheck.kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_item
+from grader.selfcheck.panel import in_kernel
+
+DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
+AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
+QUIET = 1.0  # seconds of silence before the check says what it is doing
+
+
+class CheckTimedOut(BaseException):
+    """Raised in the student's code when an item's time is up: the probe records it,
+    with the line it stopped at, as the case's error (of type ``TIMED_OUT``)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, stuck: dict, name: str):
+    """Interrupt the item ``name`` after ``seconds`` (and each case left after it, at
+    once); what escapes the probe is kept in ``stuck``.  Only the main thread can
+    take a signal: elsewhere the item runs without a limit."""
+    def expire(signum, frame):
+        raise CheckTimedOut(f"more than {seconds:g} s")
+
+    try:
+        before = signal.signal(signal.SIGALRM, expire)
+    except (ValueError, AttributeError):  # not the main thread, or no SIGALRM (Windows)
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds, AGAIN)
+    try:
+        yield
+    except CheckTimedOut:
+        stuck[name] = ""
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def kernel_display(message: str):
+    """Show ``message`` in the notebook as an output that can be blanked later (its
+    handle), or None outside a Jupyter kernel."""
+    if not in_kernel():
+        return None
+    from IPython.display import display
+
+    return display({"text/plain": message}, raw=True, display_id=True)
+
+
+@contextlib.contextmanager
+def saying_what_it_does(message: str):
+    """Say ``message`` if the block takes more than ``QUIET`` seconds; in a notebook the
+    line goes once the verdicts are in.  What the student's code prints meanwhile is
+    kept out of the way: the verdicts say it."""
+    out, shown = sys.stdout, []
+
+    def say() -> None:
+        handle = kernel_display(message)
+        if handle is None:
+            print(message, file=out, flush=True)
+        shown.append(handle)
+
+    timer = threading.Timer(QUIET, say)
+    timer.daemon = True
+    timer.start()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        timer.cancel()
+        timer.join()
+        for handle in shown:
+            if handle is not None:
+                handle.update({"text/plain": ""}, raw=True)
+
+
+def timed_out(item, facts: list, seconds: float, stuck: dict) -> Verdict | None:
+    """The verdict of an item whose checks ran out of time, naming the student's line."""
+    lines = [f["error"]["line"] for f in facts
+             if isinstance(f, dict) and isinstance(f.get("error"), dict) and f["error"].get("type") == TIMED_OUT]
+    if not lines and item.name not in stuck:
+        return None
+    line = lines[0] if lines else stuck[item.name]
+    return Verdict(item.name, 0, item.points, TIMEOUT, Finding(
+        "common.timeout_in_check", {"seconds": f"{seconds:g}", "line": line, "more_key": "ui.more_time_kernel"}))
+
+
+def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> list[Verdict]:
+    stuck: dict[str, str] = {}
+    facts = run_in_process(ch, namespace, only, lambda name: time_limit(seconds, stuck, name))
+    cells = notebook_cells(namespace)
+    found = [] if only else [notebook_item(ch.id, namespace, cells, lambda: time_limit(seconds, stuck, NOTEBOOK_ITEM),
+                                           seconds)]
+    for item in ch.items:
+        if only is not None and only not in (item.name, item.target):
+            continue
+        record = facts.get(item.name, [])
+        verdict = timed_out(item, record, seconds, stuck) or judge.judge_item(ch, item, record, disk_cache)
+        finding = in_kernel_frame(verdict.finding, namespace, cells)
+        found.append(verdict if finding is verdict.finding else
+                     Verdict(item.name, 0, item.points, verdict.status, finding))
+    return found
+
+
+def _resolve(target):
+    """A chapter id, or a graded function/class (or its name) → (chapter, only)."""
+    known = chapters()
+    if isinstance(target, str) and target in known:
+        return known[target], None
+    name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+    return chapter_of_item(name), name
+
+
+def usage(key: str, **params) -> None:
+    """An argument error: one line, never a traceback."""
+    print(text(key, params.pop("lang", "en"), **params), file=sys.stderr)
+
+
+def check(target, lang: str | None = None, namespace: dict | None = None, timeout: float = DEFAULT_TIMEOUT):
+    """Run a chapter's checks (``check("01_linen")``) or one exercise's (``check(tied_io_embed)``),
+    in ``lang`` (en, es, ko), each item's for at most ``timeout`` seconds."""
+    if lang is not None and language_code(lang) is None:
+        key, params = unknown_language(lang)
+        return usage(key, **params)
+    lang = language_code(lang) or detect_lang()
+    if os.environ.get("TIED_GRADING"):
+        print(text("ui.graded_outside", lang))
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        return usage("ui.bad_timeout", lang=lang, value=repr(timeout))
+    try:
+        ch, only = _resolve(target)
+    except KeyError:
+        items = sorted({item.target for c in chapters().values() for item in c.items})
+        return usage("ui.unknown_chapter", lang=lang, name=repr(target), known=", ".join(chapters()),
+                     items=", ".join(items))
+    if namespace is None:
+        frame = inspect.currentframe()  # check()'s own; its caller's globals are the notebook's
+        caller = frame.f_back if frame is not None else None
+        namespace = caller.f_globals if caller is not None else {}
+    try:
+        with saying_what_it_does(text("ui.checking", lang, chapter=ch.id)), compiled_programs_in_process():
+            verdicts = judged(ch, namespace, only, float(timeout))
+    except KeyboardInterrupt:
+        return usage("ui.stopped", lang=lang)
+    return Result(Path("<notebook>"), ch.id, verdicts=verdicts, lang=lang)

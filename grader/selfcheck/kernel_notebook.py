@@ -1,0 +1,243 @@
+"""The ``notebook`` item and the names not run yet, inside the student's kernel (``check()``).
+
+``grader check`` runs the notebook from the top in a fresh kernel: its ``notebook``
+item fails at the first cell that raises, or at the first worked example that prints
+something other than the solution did (nbval's comparison, with its sanitizers).
+``check()`` cannot run every cell again (that would redo the student's work, and
+what a cell changes stays changed), nor read what the page shows.  So it runs each
+worked example again, in a copy of the kernel's namespace, and compares what it
+prints now in the same way; a cell that raises elsewhere shows in the items of what
+it defines.  The worked examples are taken from the notebook file the kernel serves
+(JupyterLab names it in ``__session__``), as last saved, or else from the exercise.
+"""
+from __future__ import annotations
+
+import ast
+import codeop
+import contextlib
+import io
+import json
+import linecache
+import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
+from grader import expected_outputs as eo
+from grader.kernel.runtime import error_fact
+from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
+from grader.pipeline.cells import code_cells, first_line
+from grader.pipeline.cells import named as named_cell
+from grader.pipeline.judge.notebook import notebook_verdict
+from grader.pipeline.submission import BadSubmission, read_bytes
+from grader.registry import Finding
+
+UNDEFINED = re.compile(r"name '([^']+)' is not defined")
+RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (probe_runtime.CELL_FILE)
+TIMED_OUT = "CheckTimedOut"  # the type of what check()'s time limit raises
+
+
+def notebook_cells(namespace: dict) -> list | None:
+    """The cells of the notebook this kernel serves, as last saved, or None."""
+    session = namespace.get("__session__")
+    if not isinstance(session, str) or not session.endswith(".ipynb"):
+        return None
+    for path in (Path(session), Path(Path(session).name)):  # from the server's root, or beside the kernel
+        try:
+            cells = json.loads(read_bytes(path).decode("utf-8")).get("cells")
+        except (BadSubmission, ValueError, AttributeError, RecursionError):
+            continue
+        if isinstance(cells, list) and all(isinstance(c, dict) for c in cells):
+            return cells
+    return None
+
+
+def defines(source: str, name: str) -> bool:
+    """Does a cell's code bind ``name`` at its top level (class, def, assignment)?"""
+    word = re.escape(name)
+    return re.search(rf"^(?:class|def)\s+{word}\b|^{word}\s*(?::[^=\n]*)?=(?!=)", source, re.MULTILINE) is not None
+
+
+def not_run_yet(name: str, namespace: dict, cells: list | None) -> bool:
+    """Is ``name`` defined in the notebook but by no cell run in this kernel?  Without
+    the notebook file, the exercise is taken to define it (each stub does)."""
+    if name in namespace:
+        return False
+    history = namespace.get("_ih")
+    if any(defines(str(source), name) for source in (history if isinstance(history, list) else [])):
+        return False  # its cell ran and raised: the item's own message says why
+    return cells is None or any(
+        c.get("cell_type") == "code" and defines(eo.source_text(c), name) for c in cells)
+
+
+def python_source(source: str) -> str:
+    """A cell's code as IPython runs it (``%magic`` and ``!shell`` lines made Python)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        return source
+    return TransformerManager().transform_cell(source)
+
+
+def syntax_errors(cells: list) -> dict[int, dict]:
+    """The code cells (numbered from 1) that do not compile, each with the error record
+    IPython's traceback gives ``grader check``: its type and message, no line.  They
+    are compiled as IPython compiles a cell (``codeop``'s flags: an unclosed bracket at
+    the end is "incomplete input"), top-level ``await`` allowed."""
+    errors = {}
+    code = [c for c in cells if c.get("cell_type") == "code"]
+    flags = codeop.Compile().flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | ast.PyCF_ONLY_AST
+    for number, cell in enumerate(code, 1):
+        try:
+            compile(python_source(eo.source_text(cell)), RERUN_FILE, "exec", flags)
+        except SyntaxError as exc:
+            errors[number] = {"type": type(exc).__name__, "message": str(exc.msg), "line": ""}
+        except ValueError:  # a null byte: the kernel's own message will say
+            continue
+    return errors
+
+
+def undefined_name(finding: Finding | None) -> str | None:
+    """The name a 'not found' finding (or a cell's NameError) is about, or None."""
+    if finding is None or finding.key not in ("common.missing", "common.cell_error"):
+        return None
+    found = UNDEFINED.search(str(finding.params.get("message", "")))
+    if not found or not (finding.key == "common.missing" or finding.params.get("type") == "NameError"):
+        return None
+    return found.group(1)
+
+
+def in_broken_cell(name: str, cells: list) -> Finding | None:
+    """``name`` is defined by a cell that does not compile: the finding naming that cell."""
+    code = [c for c in cells if c.get("cell_type") == "code"]
+    for number, error in syntax_errors(cells).items():
+        if defines(eo.source_text(code[number - 1]), name):
+            return named_cell(Finding("common.does_not_compile", {"name": name, **error, "line": "",
+                                                                  "cell": number}), code_cells(cells))
+    return None
+
+
+def with_broken_cells(verdicts: list[Verdict], cells: list) -> list[Verdict]:
+    """``grader check``'s verdicts, each item whose name is in a cell that does not
+    compile saying so (as ``check()`` does) rather than 'define it'."""
+    out = []
+    for v in verdicts:
+        name = undefined_name(v.finding) if v.item != NOTEBOOK_ITEM else None
+        finding = in_broken_cell(name, cells) if name else None
+        out.append(v if finding is None else Verdict(v.item, 0, v.max_points, v.status, finding))
+    return out
+
+
+def in_kernel_frame(finding: Finding | None, namespace: dict, cells: list | None) -> Finding | None:
+    """A name the kernel lacks because its cell has not run here says so, not 'define it';
+    one whose cell does not compile names that cell."""
+    name = undefined_name(finding)
+    if name is None:
+        return finding
+    broken = in_broken_cell(name, cells or [])
+    if broken is not None:
+        return broken
+    if not_run_yet(name, namespace, cells):
+        return Finding("common.not_run_yet", {"name": name})
+    return finding
+
+
+def run_example(source: str, namespace: dict) -> tuple[str, dict[str, str] | None]:
+    """What a worked example prints when run again (in a copy of ``namespace``), and
+    the error it raised, as the worker records one."""
+    source = python_source(source)
+    printed = io.StringIO()
+    scope = dict(namespace)
+    linecache.cache[RERUN_FILE] = (len(source), None, source.splitlines(True), RERUN_FILE)  # the line, quoted
+    try:
+        tree = ast.parse(source, RERUN_FILE)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        assert last is None or isinstance(last, ast.Expr)
+        with contextlib.redirect_stdout(printed):
+            exec(compile(tree, RERUN_FILE, "exec"), scope)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), RERUN_FILE, "eval"), scope)
+                if value is not None:
+                    printed.write(repr(value) + "\n")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        error = error_fact(exc)["error"]
+        error.pop("origin", None)
+        return printed.getvalue(), error
+    return printed.getvalue(), None
+
+
+def sanitize(text: str) -> str:
+    from nbval.plugin import get_sanitize_patterns
+
+    for regex, replace in get_sanitize_patterns(eo.SANITIZERS.read_text(encoding="utf-8")):
+        text = re.sub(regex, replace, text)
+    return text
+
+
+def compared(printed: str, expected: str, cell: int) -> dict | None:
+    """The worker's record of a worked example that prints something else, or None."""
+    printed, expected = sanitize(printed), sanitize(expected)
+    if printed.rstrip("\n") == expected.rstrip("\n"):
+        return None
+    shown_printed, shown_expected = eo.first_difference(printed, expected)
+    return {"type": eo.MISMATCH if printed.strip() else eo.NOTHING_PRINTED, "message": "", "line": "",
+            "cell": cell, "printed": shown_printed, "expected": shown_expected}
+
+
+def exercise_cells(examples: list[dict]) -> list[dict]:
+    """Stand-ins for the notebook's cells when its file cannot be read: each worked
+    example at its place in the exercise, after as many code cells as there are."""
+    cells: list[dict] = []
+    code = 0
+    for example in examples:
+        while code < example["cell"] - 1:
+            cells.append({"cell_type": "code", "source": ""})
+            code += 1
+        while len(cells) < example.get("position", 0) - 1:
+            cells.append({"cell_type": "markdown", "source": ""})
+        cells.append({"cell_type": "code", "source": example["source"], "metadata": {"tags": [eo.MARKER_TAG]}})
+        code += 1
+    return cells
+
+
+def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
+                  guard: Callable[[], AbstractContextManager] = nullcontext, seconds: float = 0) -> Verdict:
+    """The ``notebook`` verdict as ``grader check`` would give it, from what this kernel
+    holds now (see the module's docstring).  Each example runs inside ``guard()``,
+    which stops it after ``seconds`` with ``TIMED_OUT``."""
+    examples = eo.for_chapter(chapter_id)["worked_examples"]
+    seen = exercise_cells(examples) if cells is None else cells
+    code = [c for c in seen if c.get("cell_type") == "code"]
+    checked = [n for n, c in enumerate(code) if eo.is_checked(c)]
+    sources = [eo.source_text(code[n]) for n in checked]
+    named = code_cells(seen)
+    records: list[dict] = []
+    missing: list[dict] = []
+    for example, paired in zip(examples, eo.align([e["source"] for e in examples], sources)):
+        expected = eo.output_text(example["outputs"])
+        if paired is None:
+            missing.append({"cell": example["cell"] - 1, "passed": False,
+                            "error": {"type": eo.MISSING, "message": "", "line": "",
+                                      "cell": example.get("position", example["cell"]),
+                                      "first_line": first_line(example["source"]),
+                                      "expected": eo.excerpt(expected.rstrip("\n").replace("\n", eo.NEWLINE))}})
+            continue
+        cell = checked[paired]
+        printed = ""
+        error: dict | None = {"type": TIMED_OUT, "message": "", "line": ""}  # if the limit hits on the way out
+        with guard():
+            printed, error = run_example(sources[paired], namespace)
+        if error is not None and error["type"] == TIMED_OUT:
+            stuck = Finding("common.timeout_in_cell", {"cell": cell + 1, "seconds": f"{seconds:g}",
+                                                        "line": error["line"], "more_key": "ui.more_time_kernel"})
+            return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT, named_cell(stuck, named))
+        error = error or compared(printed, expected, cell + 1)
+        records.append({"cell": cell, "passed": error is None, **({"error": error} if error else {})})
+    broken = syntax_errors(cells or [])  # the cell grader check's kernel would stop at
+    records = [r for r in records if r["cell"] + 1 not in broken] + [
+        {"cell": number - 1, "passed": False, "error": error} for number, error in broken.items()]
+    verdict = notebook_verdict(sorted(records, key=lambda r: r["cell"]) + missing, named, eo.example_lines(chapter_id))
+    finding = in_kernel_frame(verdict.finding, namespace, cells)
+    return verdict if finding is verdict.finding else Verdict(verdict.item, 0, 1, verdict.status, finding)

@@ -1,0 +1,42 @@
+"""The kernel side of the grader is ``grader/kernel/`` and every chapter's ``probe.py``:
+the bundle's library is that folder, and a probe, which sits beside its chapter's
+``grade.py``, imports nothing else of the grader."""
+import ast
+from pathlib import Path
+
+import pytest
+
+from grader.pipeline.prepare.probe_bundle import LIBRARY, LOADER
+from grader.registry import chapter_modules, chapters
+
+GRADER = Path(__file__).resolve().parent.parent / "grader"
+
+
+def kernel_modules() -> set[str]:
+    return {f"grader.kernel.{path.stem}" for path in (GRADER / "kernel").glob("*.py") if path.name != "__init__.py"}
+
+
+def grader_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == "grader"):
+            found.add("." * node.level + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "grader"}
+    return found
+
+
+def test_the_bundles_library_is_the_kernel_folder():
+    assert {*LIBRARY, LOADER} == kernel_modules()
+
+
+def test_the_kernel_folder_imports_only_itself():
+    for path in (GRADER / "kernel").glob("*.py"):
+        assert grader_imports(path) <= kernel_modules(), path
+
+
+@pytest.mark.parametrize("chapter_id", list(chapters()))
+def test_a_probe_sits_beside_its_chapter_and_imports_only_the_kernel_folder(chapter_id):
+    probe, grade = chapters()[chapter_id].probe_module, chapter_modules()[chapter_id]
+    assert probe.rpartition(".") == (grade.rpartition(".")[0], ".", "probe")
+    assert grader_imports(GRADER.parent / (probe.replace(".", "/") + ".py")) <= kernel_modules()
