@@ -26,7 +26,8 @@ from pathlib import Path
 from . import expected_outputs as eo
 from .cells import code_cells, first_line
 from .cells import named as named_cell
-from .judge import TIMEOUT, Verdict
+from .judge import NOT_REACHED, TIMEOUT, Verdict
+from .kernel_runs import INTERRUPTED, UNSEEN, failed_runs
 from .probe_runtime import error_fact
 from .registry import Finding
 from .submission import BadSubmission, read_bytes
@@ -35,6 +36,8 @@ from .verdicts import NOTEBOOK_ITEM, notebook_verdict
 UNDEFINED = re.compile(r"name '([^']+)' is not defined")
 RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (probe_runtime.CELL_FILE)
 TIMED_OUT = "CheckTimedOut"  # the type of what check()'s time limit raises
+# A cell stopped by hand in this kernel, and one whose outcome it cannot see: their findings.
+SEEN_IN_KERNEL = {INTERRUPTED: (TIMEOUT, "common.cell_interrupted"), UNSEEN: (NOT_REACHED, "common.cell_unseen")}
 
 
 def notebook_cells(namespace: dict) -> list | None:
@@ -238,6 +241,14 @@ def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
     broken = syntax_errors(cells or [])  # the cell grader check's kernel would stop at
     records = [r for r in records if r["cell"] + 1 not in broken] + [
         {"cell": number - 1, "passed": False, "error": error} for number, error in broken.items()]
-    verdict = notebook_verdict(sorted(records, key=lambda r: r["cell"]) + missing, named, eo.example_lines(chapter_id))
+    rerun = {r["cell"] for r in records}  # a worked example is judged by what it does now
+    records += [r for r in failed_runs(namespace, cells, python_source) if r["cell"] not in rerun]
+    records.sort(key=lambda r: r["cell"])
+    first = next((r["error"] for r in records if not r["passed"]), {})
+    if first.get("type") in SEEN_IN_KERNEL:
+        status, key = SEEN_IN_KERNEL[first["type"]]
+        at = next(r["cell"] for r in records if not r["passed"])
+        return Verdict(NOTEBOOK_ITEM, 0, 1, status, named_cell(Finding(key, {"cell": at + 1}), named))
+    verdict = notebook_verdict(records + missing, named, eo.example_lines(chapter_id))
     finding = in_kernel_frame(verdict.finding, namespace, cells)
     return verdict if finding is verdict.finding else Verdict(verdict.item, 0, 1, verdict.status, finding)

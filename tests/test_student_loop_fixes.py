@@ -1,0 +1,80 @@
+"""The student's loop as a cold reader found it: check()'s notebook item sees what the
+kernel saw (a cell that raised or was interrupted in this kernel), as grader check does."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from notebooks import solution
+
+from grader import kernel_runs
+
+
+@pytest.fixture
+def shell(tmp_path):
+    sh = InteractiveShell.instance()
+    sh.reset(new_session=True)
+    kernel_runs.RUNS.clear()
+    kernel_runs.WATCHED.clear()  # a fresh kernel: no check has run in it yet
+    sh.events.callbacks["post_run_cell"].clear()
+    yield sh
+    sh.reset(new_session=True)
+
+
+def run_notebook(shell, nb, path, check_call="check('01_linen')"):
+    """Run every code cell but the last in ``shell`` (as a student would, one by one),
+    then the check cell; return the notebook verdict."""
+    nbformat.write(nb, path)
+    shell.user_ns["__session__"] = str(path)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for cell in code[:-1]:
+        shell.run_cell(cell.source, store_history=True)
+    shell.run_cell(f"from grader.selfcheck import check\nresult = {check_call}", store_history=True)
+    result = shell.user_ns["result"]
+    return result.verdicts[0]
+
+
+def with_cell(source: str):
+    nb = nbformat.read(solution("01_linen"), as_version=4)
+    nb.cells.insert(3, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def test_a_cell_that_raised_in_this_kernel_fails_the_notebook_item(shell, tmp_path):
+    verdict = run_notebook(shell, with_cell("print(1/0)"), tmp_path / "p1.ipynb")
+    assert verdict.item == "notebook" and verdict.points == 0
+    assert verdict.finding.key == "common.cell_error"
+    assert verdict.finding.params["type"] == "ZeroDivisionError"
+    assert verdict.finding.params["first_line"] == "print(1/0)"
+
+
+def test_a_cell_interrupted_in_this_kernel_fails_the_notebook_item(shell, tmp_path):
+    verdict = run_notebook(shell, with_cell("raise KeyboardInterrupt"), tmp_path / "p2.ipynb")
+    assert verdict.points == 0 and verdict.status == "timeout"
+    assert verdict.finding.key == "common.cell_interrupted"
+
+
+def test_the_first_failing_cell_is_named_even_before_a_later_error(shell, tmp_path):
+    nb = with_cell("print(1/0)")
+    nb.cells[4].source = nb.cells[4].source.replace("class TiedIO", "class TiedIo")
+    verdict = run_notebook(shell, nb, tmp_path / "p3.ipynb")
+    assert verdict.points == 0
+    # Cell 4's error came before the kernel's last one and the file holds no outputs:
+    # check() says it cannot see it, at that cell, rather than blame a later one.
+    assert verdict.finding.key == "common.cell_unseen", verdict
+    assert verdict.finding.params["first_line"] == "print(1/0)"
+
+
+def test_a_second_check_sees_every_run_since_the_first(shell, tmp_path):
+    nb = with_cell("print(1/0)")
+    nb.cells[4].source = nb.cells[4].source.replace("class TiedIO", "class TiedIo")
+    run_notebook(shell, nb, tmp_path / "p4.ipynb")  # the first check installs the watch
+    verdict = run_notebook(shell, nb, tmp_path / "p4.ipynb")
+    assert verdict.finding.key == "common.cell_error"
+    assert verdict.finding.params["type"] == "ZeroDivisionError"
+
+
+def test_a_solved_notebook_still_passes(shell, tmp_path):
+    nb = nbformat.read(solution("01_linen"), as_version=4)
+    verdict = run_notebook(shell, nb, tmp_path / "ok.ipynb")
+    assert verdict.points == 1, verdict
