@@ -5,9 +5,9 @@ from __future__ import annotations
 import nbformat
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from notebooks import solution
 
 from grader import kernel_runs
+from notebooks import solution
 
 
 @pytest.fixture
