@@ -244,7 +244,7 @@ def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
     rerun = {r["cell"] for r in records}  # a worked example is judged by what it does now
     records += [r for r in failed_runs(namespace, cells, python_source) if r["cell"] not in rerun]
     records.sort(key=lambda r: r["cell"])
-    first = next((r["error"] for r in records if not r["passed"]), {})
+    first: dict = next((r["error"] for r in records if not r["passed"]), {})
     if first.get("type") in SEEN_IN_KERNEL:
         status, key = SEEN_IN_KERNEL[first["type"]]
         at = next(r["cell"] for r in records if not r["passed"])

@@ -116,8 +116,8 @@ def failed_runs(namespace: dict, cells: list | None, python_source) -> list[dict
     records = []
     code = [c for c in cells if c.get("cell_type") == "code"]
     for number, cell in enumerate(code):
-        count = latest.get(python_source(eo.source_text(cell)).strip())
-        error = None if not count else outcome(count, cell, last, saved)
+        ran = latest.get(python_source(eo.source_text(cell)).strip())
+        error = None if not ran else outcome(ran, cell, last, saved)
         if error is not None:
             records.append({"cell": number, "passed": False, "error": error})
     return records
