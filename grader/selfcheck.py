@@ -2,9 +2,9 @@
 
 It runs the very probes and judges that ``grader check`` uses, only in this
 process instead of a separate one, so the verdicts agree, and returns the same
-``Result``: in Jupyter it shows as an ipywidgets panel (``panel``), elsewhere it
-prints as a table.  The ``notebook`` item is judged from what this kernel holds
-(``grader.kernel_notebook``).
+``Result``: in Jupyter it shows as a panel of static HTML (``panel_html``, which
+nbconvert and GitHub draw too), elsewhere it prints as a table.  The ``notebook``
+item is judged from what this kernel holds (``grader.kernel_notebook``).
 
 It is always safe to run: each item's checks stop after ``timeout`` seconds (a
 verdict naming the student's line), Ctrl-C ends it with one line, a wrong argument
@@ -38,11 +38,12 @@ FAIL_COLOUR = "#cf222e"
 DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
 AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
 QUIET = 1.0  # seconds of silence before the check says what it is doing
+BLANK = {"text/html": ""}  # what the "Checking…" line becomes once the verdicts are in
 
 
 def panel_html(result: Result, lang: str) -> str:
-    """The check panel as static HTML: what a notebook shows where no widget can be drawn
-    (on GitHub, converted by nbconvert), and what the widget itself shows."""
+    """The check panel as static HTML: what JupyterLab shows, and a notebook on GitHub
+    or converted by nbconvert (no widget, which would need a script from the network)."""
     from html import escape
 
     rows = []
@@ -58,17 +59,6 @@ def panel_html(result: Result, lang: str) -> str:
     title = (f"<div><b>{escape(text('ui.check_title', lang, chapter=result.chapter))}</b> — "
              f"{text('ui.total', lang)}: {result.points}/{result.max_points}</div>")
     return f"<div style='border:1px solid #d0d7de;padding:6px'>{title}{''.join(rows)}</div>"
-
-
-def panel(result: Result, lang: str):
-    """The check panel as a widget, in a Jupyter kernel (else None)."""
-    if not in_kernel():
-        return None
-    try:
-        import ipywidgets as w
-    except ImportError:
-        return None
-    return w.HTML(panel_html(result, lang))
 
 
 def in_kernel() -> bool:
@@ -141,7 +131,7 @@ def saying_what_it_does(message: str):
         timer.join()
         for handle in shown:
             if handle is not None:
-                handle.update({"text/plain": ""}, raw=True)
+                handle.update(BLANK, raw=True)  # no text: an empty text leaves an empty <pre>
 
 
 def timed_out(item, facts: list, seconds: float, stuck: dict) -> Verdict | None:
