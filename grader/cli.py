@@ -23,6 +23,7 @@ from .i18n import LANGUAGES, detect_lang, language_code, render, text, unknown_l
 from .registry import Finding  # noqa: E402
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_CLOSED_PIPE = 128 + 13  # as a shell reports a command that SIGPIPE ended
 
 
 def positive(kind):
@@ -446,6 +447,16 @@ def usage_error(message: str, as_json: bool) -> int:
     return EXIT_USAGE
 
 
+def closed_stdout() -> int:
+    """The reader of stdout went away: stop quietly, and keep Python's last flush at exit
+    from failing on the closed pipe too."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (under a test's capture)
+        pass
+    return EXIT_CLOSED_PIPE
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -473,5 +484,7 @@ def main(argv: list[str] | None = None) -> int:
                 "gradescope": run_platform, "prairielearn": run_platform}
     try:
         return commands[args.command](args)
+    except BrokenPipeError:  # stdout closed early (``grader check x.ipynb | head -3``)
+        return closed_stdout()
     except Exception as exc:  # a bug of the grader's own: one line, never a traceback
         return crashed(exc, args.lang)

@@ -78,3 +78,14 @@ def test_a_solved_notebook_still_passes(shell, tmp_path):
     nb = nbformat.read(solution("01_linen"), as_version=4)
     verdict = run_notebook(shell, nb, tmp_path / "ok.ipynb")
     assert verdict.points == 1, verdict
+
+
+def test_a_closed_stdout_ends_quietly(monkeypatch, capsys):
+    from grader import cli
+
+    def closed(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli, "run_check", closed)
+    assert cli.main(["check", "x.ipynb"]) == cli.EXIT_CLOSED_PIPE
+    assert capsys.readouterr().err == ""
