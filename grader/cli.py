@@ -28,12 +28,24 @@ EXIT_CLOSED_PIPE = 128 + 13  # as a shell reports a command that SIGPIPE ended
 
 def positive(kind):
     def parse(value: str):
-        number = kind(value)
+        try:
+            number = kind(value)
+        except ValueError:  # argparse would say "invalid parse value"
+            raise argparse.ArgumentTypeError(f"invalid number: {value!r}") from None
         if number <= 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {value}")
         return number
 
     return parse
+
+
+def chapter_argument(value: str) -> str:
+    """A chapter's id, or the one line naming the choices."""
+    from .registry import chapters
+
+    if value not in chapters():
+        raise argparse.ArgumentTypeError(f"unknown chapter {value}, choose from {', '.join(chapters())}")
+    return value
 
 
 class UsageError(Exception):
@@ -85,7 +97,7 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("notebook", type=Path)
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument("--out", type=Path, help="also write the JSON report to this file")
-    check.add_argument("--chapter", help="fail unless the notebook is of this chapter")
+    check.add_argument("--chapter", type=chapter_argument, help="fail unless the notebook is of this chapter")
     check.add_argument("--keep-log", type=Path, metavar="FILE",
                        help="write the worker's log (pytest's report, errors outside the cells) to FILE")
     limits(check)

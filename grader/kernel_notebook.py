@@ -40,19 +40,36 @@ TIMED_OUT = "CheckTimedOut"  # the type of what check()'s time limit raises
 SEEN_IN_KERNEL = {INTERRUPTED: (TIMEOUT, "common.cell_interrupted"), UNSEEN: (NOT_REACHED, "common.cell_unseen")}
 
 
-def notebook_cells(namespace: dict) -> list | None:
-    """The cells of the notebook this kernel serves, as last saved, or None."""
+def session_notebook(namespace: dict) -> tuple[Path, dict] | None:
+    """The notebook this kernel serves (its path and content, as last saved), or None."""
     session = namespace.get("__session__")
     if not isinstance(session, str) or not session.endswith(".ipynb"):
         return None
     for path in (Path(session), Path(Path(session).name)):  # from the server's root, or beside the kernel
         try:
-            cells = json.loads(read_bytes(path).decode("utf-8")).get("cells")
+            content = json.loads(read_bytes(path).decode("utf-8"))
         except (BadSubmission, ValueError, AttributeError, RecursionError):
             continue
-        if isinstance(cells, list) and all(isinstance(c, dict) for c in cells):
-            return cells
+        if isinstance(content, dict):
+            return path, content
     return None
+
+
+def notebook_cells(namespace: dict) -> list | None:
+    """The cells of the notebook this kernel serves, as last saved, or None."""
+    cells = (session_notebook(namespace) or (None, {}))[1].get("cells")
+    if isinstance(cells, list) and all(isinstance(c, dict) for c in cells):
+        return cells
+    return None
+
+
+def notebook_chapter(namespace: dict) -> tuple[str, str] | None:
+    """The chapter this kernel's notebook is an exercise of (``metadata.tied.chapter``),
+    with the notebook's file name, or None."""
+    found = session_notebook(namespace)
+    tied = found[1].get("metadata", {}).get("tied", {}) if found else None
+    chapter = tied.get("chapter") if isinstance(tied, dict) else None
+    return (chapter, found[0].name) if isinstance(chapter, str) and found else None
 
 
 def defines(source: str, name: str) -> bool:

@@ -25,7 +25,7 @@ from pathlib import Path
 from . import judge
 from .i18n import detect_lang, language_code, text, unknown_language
 from .judge import PASS, TIMEOUT, Verdict
-from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_item
+from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_chapter, notebook_item
 from .probe_kernel import run_in_process
 from .registry import Chapter, Finding, chapter_of_item, chapters
 from .report import status_text, verdict_messages
@@ -198,9 +198,12 @@ def check(target, lang: str | None = None, namespace: dict | None = None, timeou
         frame = inspect.currentframe()  # check()'s own; its caller's globals are the notebook's
         caller = frame.f_back if frame is not None else None
         namespace = caller.f_globals if caller is not None else {}
+    served = notebook_chapter(namespace)
+    if only is None and served is not None and served[0] != ch.id and served[0] in chapters():
+        return usage("ui.other_chapter", lang=lang, chapter=ch.id, notebook=served[0], path=served[1])
     try:
         with saying_what_it_does(text("ui.checking", lang, chapter=ch.id)):
             verdicts = judged(ch, namespace, only, float(timeout))
     except KeyboardInterrupt:
         return usage("ui.stopped", lang=lang)
-    return Result(Path("<notebook>"), ch.id, verdicts=verdicts, lang=lang)
+    return Result(Path(served[1] if served else "<notebook>"), ch.id, verdicts=verdicts, lang=lang)

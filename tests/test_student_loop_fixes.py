@@ -89,3 +89,36 @@ def test_a_closed_stdout_ends_quietly(monkeypatch, capsys):
     monkeypatch.setattr(cli, "run_check", closed)
     assert cli.main(["check", "x.ipynb"]) == cli.EXIT_CLOSED_PIPE
     assert capsys.readouterr().err == ""
+
+
+def test_a_misspelt_chapter_and_a_word_for_a_timeout_are_one_line_each(capsys):
+    from grader import cli
+
+    assert cli.main(["check", "x.ipynb", "--chapter", "01_lineen"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "unknown chapter 01_lineen, choose from 01_linen," in err and "Traceback" not in err
+    assert cli.main(["check", "x.ipynb", "--timeout", "abc"]) == cli.EXIT_USAGE
+    assert "invalid number: 'abc'" in capsys.readouterr().err
+
+
+def test_checking_another_chapter_in_a_kernel_names_this_notebook(tmp_path, capsys):
+    from grader.selfcheck import check
+
+    path = tmp_path / "mine.ipynb"
+    nbformat.write(nbformat.read(solution("01_linen"), as_version=4), path)
+    assert check("04_gpt_head", lang="en", namespace={"__session__": str(path)}) is None
+    err = capsys.readouterr().err
+    assert err.strip() == 'This notebook is 01_linen (mine.ipynb), not 04_gpt_head: check("01_linen") checks it.'
+
+
+def test_the_table_names_the_notebook_file(shell, tmp_path):
+    nb = nbformat.read(solution("04_gpt_head"), as_version=4)
+    path = tmp_path / "my_04.ipynb"
+    nbformat.write(nb, path)
+    shell.user_ns["__session__"] = str(path)
+    for cell in [c for c in nb.cells if c.cell_type == "code"][:-1]:
+        shell.run_cell(cell.source, store_history=True)
+    shell.run_cell("from grader.selfcheck import check\nresult = check('04_gpt_head', lang='en')", store_history=True)
+    result = shell.user_ns["result"]
+    assert repr(result).splitlines()[0].startswith("my_04.ipynb"), repr(result)
+    assert result.passed, repr(result)
