@@ -15,6 +15,7 @@ says so (``UNSEEN``) rather than pass it.  Runs after the last error raised noth
 from __future__ import annotations
 
 import contextlib
+import linecache
 import sys
 import traceback
 from pathlib import Path
@@ -24,7 +25,7 @@ from .probe_runtime import error_fact
 
 UNSEEN = "UnseenRun"  # a cell whose latest run check() cannot see the outcome of
 INTERRUPTED = "KeyboardInterrupt"
-RUNS: dict[int, dict | None] = {}  # execution count -> its error, or None: recorded by the hook
+RUNS: dict[int, tuple[str, dict | None]] = {}  # execution count -> its code and error (None: none)
 WATCHED: list = []  # the shells the hook is installed in
 
 
@@ -45,22 +46,27 @@ def watch(shell) -> None:
 
     def record(result) -> None:
         exc = result.error_in_exec or result.error_before_exec
-        if isinstance(result.execution_count, int):
-            RUNS[result.execution_count] = None if exc is None else error_fact(exc)["error"]
+        if isinstance(result.execution_count, int) and getattr(result.info, "store_history", False):
+            RUNS[result.execution_count] = (str(getattr(result.info, "raw_cell", "")).strip(),
+                                            None if exc is None else error_fact(exc)["error"])
 
     shell.events.register("post_run_cell", record)
     WATCHED.append(shell)
 
 
-def last_error(shell) -> tuple[int, dict] | None:
-    """The kernel's last error and the execution count of its cell's latest run."""
+def last_error(shell, history: list) -> tuple[int, dict] | None:
+    """The kernel's last error and the execution count of its cell's latest run (that
+    cell's code must be the history's at that count)."""
     exc = getattr(sys, "last_value", None)
     if exc is None:
         return None
     known = getattr(getattr(shell, "compile", None), "_filename_map", {})
     files = [f.filename for f in traceback.extract_tb(exc.__traceback__)] + [getattr(exc, "filename", None)]
-    count = next((known[f] for f in reversed(files) if f in known), None)
-    if not isinstance(count, int):
+    file = next((f for f in reversed(files) if f in known), None)
+    count = known.get(file) if isinstance(file, str) else None
+    if not isinstance(file, str) or not isinstance(count, int) or not 0 < count < len(history):
+        return None
+    if "".join(linecache.getlines(file)).strip() != str(history[count]).strip():
         return None
     return count, error_fact(exc)["error"]
 
@@ -87,10 +93,11 @@ def saved_in_this_kernel(namespace: dict) -> bool:
     return False
 
 
-def outcome(count: int, cell: dict, last: tuple[int, dict] | None, saved: bool) -> dict | None:
-    """The error of the run numbered ``count`` of ``cell``, None if it raised nothing."""
-    if count in RUNS:
-        return RUNS[count]
+def outcome(count: int, cell: dict, last: tuple[int, dict] | None, saved: bool, raw: str) -> dict | None:
+    """The error of the run numbered ``count`` of ``cell`` (``raw``: its code as typed),
+    None if it raised nothing."""
+    if count in RUNS and RUNS[count][0] == raw:
+        return RUNS[count][1]
     if saved and cell.get("execution_count") == count:
         return saved_error(cell)
     if last is not None and last[0] == count:
@@ -108,7 +115,7 @@ def failed_runs(namespace: dict, cells: list | None, python_source) -> list[dict
     if shell is None or cells is None or not isinstance(history, list):
         return []
     watch(shell)
-    last, saved = last_error(shell), saved_in_this_kernel(namespace)
+    last, saved = last_error(shell, history), saved_in_this_kernel(namespace)
     now = len(history) - 1  # the check's own cell
     latest: dict[str, int] = {}
     for count, source in enumerate(history[:now]):
@@ -116,8 +123,9 @@ def failed_runs(namespace: dict, cells: list | None, python_source) -> list[dict
     records = []
     code = [c for c in cells if c.get("cell_type") == "code"]
     for number, cell in enumerate(code):
-        ran = latest.get(python_source(eo.source_text(cell)).strip())
-        error = None if not ran else outcome(ran, cell, last, saved)
+        raw = eo.source_text(cell)
+        ran = latest.get(python_source(raw).strip())
+        error = None if not ran else outcome(ran, cell, last, saved, raw.strip())
         if error is not None:
             records.append({"cell": number, "passed": False, "error": error})
     return records
