@@ -9,6 +9,7 @@ from dataclasses import replace
 from .i18n import render, text
 from .judge import Verdict
 from .registry import Finding
+from .verdicts import NOTEBOOK_ITEM
 
 NARROWEST = 30  # columns of a message beside the table; with fewer, it goes below its row
 BELOW = 4  # the indent of a message below its row
@@ -25,6 +26,12 @@ def pad(s: str, columns: int) -> str:
 
 def status_text(status: str, lang: str) -> str:
     return text(f"ui.{status}", lang)
+
+
+def item_label(item: str, lang: str) -> str:
+    """An item's name as a table shows it: the ``notebook`` item in the reader's language
+    (the others are the code's own names)."""
+    return text("ui.notebook_item", lang) if item == NOTEBOOK_ITEM else item
 
 
 def case_label(v: Verdict, lang: str) -> str:
@@ -111,7 +118,7 @@ def table(result, lang: str, columns: int | None = None) -> str:
     columns = columns or terminal_columns()
     if result.bad is not None:
         return wrap(render(result.bad, lang), columns, 0)
-    rows = [(v.item, f"{v.points}/{v.max_points}", status_text(v.status, lang), message)
+    rows = [(item_label(v.item, lang), f"{v.points}/{v.max_points}", status_text(v.status, lang), message)
             for v, message in zip(result.verdicts, verdict_messages(result.verdicts, lang))]
     heads = (text("ui.item", lang), text("ui.points", lang), text("ui.verdict", lang))
     widths = [max(width(h), *(width(r[i]) for r in rows)) for i, h in enumerate(heads)]

@@ -28,7 +28,7 @@ from .judge import PASS, TIMEOUT, Verdict
 from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_chapter, notebook_item
 from .probe_kernel import run_in_process
 from .registry import Chapter, Finding, chapter_of_item, chapters
-from .report import status_text, verdict_messages
+from .report import item_label, status_text, verdict_messages
 from .result import Result
 from .verdicts import NOTEBOOK_ITEM
 
@@ -51,7 +51,7 @@ def panel_html(result: Result, lang: str) -> str:
         colour = COLOURS.get(v.status, FAIL_COLOUR)
         mark = "✔" if v.status == PASS else "✘"
         rows.append(
-            f"<div style='padding:2px 0'><b style='color:{colour}'>{mark} {escape(v.item)}</b> "
+            f"<div style='padding:2px 0'><b style='color:{colour}'>{mark} {escape(item_label(v.item, lang))}</b> "
             f"<span>{v.points}/{v.max_points} · {escape(status_text(v.status, lang))}</span>"
             f"<div style='margin-left:1.4em;color:#444;{KEEP_ALL if lang == 'ko' else ''}'>"
             f"{escape(message)}</div></div>"

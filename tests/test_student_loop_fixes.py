@@ -122,3 +122,20 @@ def test_the_table_names_the_notebook_file(shell, tmp_path):
     result = shell.user_ns["result"]
     assert repr(result).splitlines()[0].startswith("my_04.ipynb"), repr(result)
     assert result.passed, repr(result)
+
+
+def test_spanish_and_korean_tables_name_the_notebook_item_and_the_missing_name_in_their_language():
+    from pathlib import Path
+
+    from grader.judge import COMMON_ERRORS, FAIL, Verdict, classify_error
+    from grader.report import table
+    from grader.result import Result
+
+    error = {"type": "NameError", "message": "name 'TiedIO' is not defined in the notebook", "line": ""}
+    missing = classify_error(error, COMMON_ERRORS)
+    result = Result(Path("x.ipynb"), "01_linen", verdicts=[
+        Verdict("notebook", 0, 1, FAIL, missing), Verdict("TiedIO.params", 0, 2, FAIL, missing)])
+    es, ko = table(result, "es", 200), table(result, "ko", 200)
+    assert "\ncuaderno " in es and "\n노트북 " in ko and "\nnotebook " not in es + ko
+    assert "el nombre `TiedIO` no está definido en el cuaderno" in es
+    assert "is not defined" not in es + ko and "`TiedIO`" in ko
