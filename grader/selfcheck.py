@@ -38,6 +38,7 @@ FAIL_COLOUR = "#cf222e"
 DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
 AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
 QUIET = 1.0  # seconds of silence before the check says what it is doing
+CHECKED: list[str] = []  # the chapters checked in this kernel so far
 BLANK = {"text/html": ""}  # what the "Checking…" line becomes once the verdicts are in
 
 
@@ -202,8 +203,9 @@ def check(target, lang: str | None = None, namespace: dict | None = None, timeou
     if only is None and served is not None and served[0] != ch.id and served[0] in chapters():
         return usage("ui.other_chapter", lang=lang, chapter=ch.id, notebook=served[0], path=served[1])
     try:
-        with saying_what_it_does(text("ui.checking", lang, chapter=ch.id)):
+        with saying_what_it_does(text("ui.checking_again" if CHECKED else "ui.checking", lang, chapter=ch.id)):
             verdicts = judged(ch, namespace, only, float(timeout))
+        CHECKED.append(ch.id)  # the checks are loaded: the first check's note is said once
     except KeyboardInterrupt:
         return usage("ui.stopped", lang=lang)
     return Result(Path(served[1] if served else "<notebook>"), ch.id, verdicts=verdicts, lang=lang)

@@ -2,6 +2,8 @@
 kernel saw (a cell that raised or was interrupted in this kernel), as grader check does."""
 from __future__ import annotations
 
+import contextlib
+
 import nbformat
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -139,3 +141,21 @@ def test_spanish_and_korean_tables_name_the_notebook_item_and_the_missing_name_i
     assert "\ncuaderno " in es and "\n노트북 " in ko and "\nnotebook " not in es + ko
     assert "el nombre `TiedIO` no está definido en el cuaderno" in es
     assert "is not defined" not in es + ko and "`TiedIO`" in ko
+
+
+def test_the_first_check_note_is_said_once_per_kernel(monkeypatch):
+    from grader import selfcheck
+
+    said = []
+
+    @contextlib.contextmanager
+    def saying(message):
+        said.append(message)
+        yield
+
+    monkeypatch.setattr(selfcheck, "saying_what_it_does", saying)
+    monkeypatch.setattr(selfcheck, "CHECKED", [])
+    monkeypatch.setattr(selfcheck, "judged", lambda *args: [])
+    for _ in range(2):
+        selfcheck.check("04_gpt_head", lang="en", namespace={})
+    assert "a first check" in said[0] and said[1] == "Checking 04_gpt_head…"
