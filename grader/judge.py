@@ -5,7 +5,7 @@ computed here too; the student's kernel only ever supplies raw values.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -210,3 +210,14 @@ def matches_reference(symptoms: tuple[Symptom, ...] = (), rtol: float = 1e-5, at
         return finding
 
     return judge
+
+
+def with_stand_in_notes(ch: Chapter, verdicts: list[Verdict]) -> list[Verdict]:
+    """An item judged with the book's version of another (``Item.stands_on``) passes
+    on its own merits; where that other's items fail, its line says so, since the
+    notebook's own cells still run the student's version."""
+    failing = {item.target for item in ch.items for v in verdicts if v.item == item.name and v.status != PASS}
+    items = {item.name: item for item in ch.items}
+    return [replace(v, finding=Finding("common.passes_with_reference", {"name": items[v.item].stands_on}))
+            if v.item in items and items[v.item].stands_on in failing and v.status == PASS and v.finding is None
+            else v for v in verdicts]

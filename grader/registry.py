@@ -114,6 +114,7 @@ class Item:
     errors: tuple[ErrorPattern, ...] = ()
     symbol: str = ""  # the name looked up in the namespace; defaults to ``name``
     promises: tuple[Promise, ...] = ()  # every promise of the exercise's text, with its check
+    stands_on: str = ""  # the student's name its probe replaces with the book's (a mistake there is not its own)
 
     def __post_init__(self):
         # A case of positional arguments, ``{"args": [...]}``, is a call of the item's own

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import disk_cache, expected_outputs
 from .cells import code_cells
+from .judge import with_stand_in_notes
 from .kernel_notebook import with_broken_cells
 from .probe_kernel import write_spec
 from .registry import Chapter, Finding, chapter
@@ -49,7 +50,8 @@ def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = 
             refs.join(POLL)
         facts, summary = collect(channel)
     cells = json.loads(sub.data.decode("utf-8"))["cells"]
-    found = with_broken_cells(verdicts(ch, facts, summary, stopped, limits, code_cells(cells)), cells)
+    found = with_broken_cells(with_stand_in_notes(ch, verdicts(ch, facts, summary, stopped, limits, code_cells(cells))),
+                              cells)
     result = Result(path, sub.chapter, sub.sha256, found, log=log)
     result.seconds = time.monotonic() - start
     return result

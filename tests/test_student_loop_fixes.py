@@ -159,3 +159,21 @@ def test_the_first_check_note_is_said_once_per_kernel(monkeypatch):
     for _ in range(2):
         selfcheck.check("04_gpt_head", lang="en", namespace={})
     assert "a first check" in said[0] and said[1] == "Checking 04_gpt_head…"
+
+
+def test_a_pass_with_the_books_version_of_a_missing_class_says_so_in_every_language():
+    from pathlib import Path
+
+    from grader.judge import FAIL, PASS, Verdict, with_stand_in_notes
+    from grader.registry import Finding, chapter
+    from grader.report import as_dict
+    from grader.result import Result
+
+    ch = chapter("01_linen")
+    found = with_stand_in_notes(ch, [Verdict("TiedIO.__call__", 0, 2, FAIL, Finding("common.missing", {"name": "x"})),
+                                     Verdict("tied_io_embed", 3, 3, PASS)])
+    assert found[1].status == PASS and found[1].points == 3
+    for lang in ("en", "es", "ko"):
+        message = as_dict(Result(Path("x.ipynb"), ch.id, verdicts=found), lang)["items"][1]["message"]
+        assert message.count("TiedIO") == 2, message
+    assert with_stand_in_notes(ch, [Verdict("tied_io_embed", 3, 3, PASS)])[0].finding is None
