@@ -19,7 +19,9 @@ PASS, FAIL, TIMEOUT, OOM, NOT_REACHED = "pass", "fail", "timeout", "oom", "not_r
 
 COMMON_ERRORS = (
     ErrorPattern("common.not_implemented", r"NotImplementedError"),
-    ErrorPattern("common.missing", r"NameError", r"name '(?P<name>[^']*)' is not defined in the notebook"),
+    ErrorPattern("common.missing", r"NameError", r"name '(?P<name>[^']*)' is not defined in the notebook$"),
+    ErrorPattern("common.missing_close", r"NameError",
+                 r"name '(?P<name>[^']*)' is not defined in the notebook; did you mean '(?P<close>[^']*)'\?"),
 )
 
 

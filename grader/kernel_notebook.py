@@ -119,10 +119,10 @@ def syntax_errors(cells: list) -> dict[int, dict]:
 
 def undefined_name(finding: Finding | None) -> str | None:
     """The name a 'not found' finding (or a cell's NameError) is about, or None."""
-    if finding is None or finding.key not in ("common.missing", "common.cell_error"):
+    if finding is None or finding.key not in ("common.missing", "common.missing_close", "common.cell_error"):
         return None
     found = UNDEFINED.search(str(finding.params.get("message", "")))
-    if not found or not (finding.key == "common.missing" or finding.params.get("type") == "NameError"):
+    if not found or not (finding.key != "common.cell_error" or finding.params.get("type") == "NameError"):
         return None
     return found.group(1)
 

@@ -177,3 +177,19 @@ def test_a_pass_with_the_books_version_of_a_missing_class_says_so_in_every_langu
         message = as_dict(Result(Path("x.ipynb"), ch.id, verdicts=found), lang)["items"][1]["message"]
         assert message.count("TiedIO") == 2, message
     assert with_stand_in_notes(ch, [Verdict("tied_io_embed", 3, 3, PASS)])[0].finding is None
+
+
+def test_a_misspelt_name_is_pointed_at(tmp_path):
+    from grader.report import as_dict
+    from grader.selfcheck import check
+
+    nb = nbformat.read(solution("04_gpt_head"), as_version=4)
+    for cell in nb.cells:
+        cell.source = cell.source.replace("def tied_head_forward(", "def tied_head_foward(")
+    nbformat.write(nb, tmp_path / "04.ipynb")
+    namespace = {"tied_head_foward": lambda *args: None, "__session__": str(tmp_path / "04.ipynb")}
+    result = check("04_gpt_head", lang="es", namespace=namespace)
+    item = next(i for i in as_dict(result, "es")["items"] if i["item"] == "tied_head_forward")
+    assert item["key"] == "common.missing_close" and "¿querías decir `tied_head_foward`?" in item["message"]
+    other = next(i for i in as_dict(result, "es")["items"] if i["item"] == "sample_next")
+    assert other["key"] == "common.not_run_yet"  # in the notebook, not run: no guess
