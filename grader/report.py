@@ -122,15 +122,16 @@ def table(result, lang: str, columns: int | None = None) -> str:
             for v, message in zip(result.verdicts, verdict_messages(result.verdicts, lang))]
     heads = (text("ui.item", lang), text("ui.points", lang), text("ui.verdict", lang))
     widths = [max(width(h), *(width(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    line = lambda cells: "  ".join(pad(c, w) for c, w in zip(cells, widths)).rstrip()
-    out = [f"{result.path}  ({result.chapter})", line(heads), line("-" * w for w in widths)]
-    indent = sum(widths) + 2 * len(widths)
+    gap = 2 if sum(widths) + 2 * (len(widths) - 1) <= columns else 1  # narrow: one space between columns
+    line = lambda cells: wrap((" " * gap).join(pad(c, w) for c, w in zip(cells, widths)).rstrip(), columns, 0)
+    out = [wrap(f"{result.path}  ({result.chapter})", columns, 0), line(heads), line("-" * w for w in widths)]
+    indent = sum(widths) + gap * len(widths)
     beside = columns - indent >= NARROWEST
     for row in rows:
         if not row[3]:
             out.append(line(row[:3]))
         elif beside:
-            out.append(pad(line(row[:3]), indent - 2) + "  " + wrap(row[3], columns - indent, indent))
+            out.append(pad(line(row[:3]), indent - gap) + " " * gap + wrap(row[3], columns - indent, indent))
         else:
             out.append(line(row[:3]))
             out.append(" " * BELOW + wrap(row[3], columns - BELOW, BELOW))

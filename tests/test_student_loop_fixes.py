@@ -193,3 +193,18 @@ def test_a_misspelt_name_is_pointed_at(tmp_path):
     assert item["key"] == "common.missing_close" and "¿querías decir `tied_head_foward`?" in item["message"]
     other = next(i for i in as_dict(result, "es")["items"] if i["item"] == "sample_next")
     assert other["key"] == "common.not_run_yet"  # in the notebook, not run: no guess
+
+
+@pytest.mark.parametrize("lang", ["en", "es", "ko"])
+def test_a_narrow_terminal_gets_no_line_wider_than_it(lang):
+    from pathlib import Path
+
+    from grader.judge import FAIL, PASS, Verdict
+    from grader.registry import Finding
+    from grader.report import table, width
+    from grader.result import Result
+
+    result = Result(Path("exercises/a_long_folder_name/01_linen.ipynb"), "01_linen", verdicts=[
+        Verdict("notebook", 1, 1, PASS), Verdict("SharedEmbedLM.gradient", 0, 2, FAIL, Finding("common.untied"))])
+    lines = table(result, lang, 40).splitlines()
+    assert max(width(line) for line in lines) <= 40, lines
