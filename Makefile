@@ -37,7 +37,7 @@ test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/mypy
 	$(BIN)/grader release --check
 	$(BIN)/jupyter-book build . --path-output . -W --keep-going
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab exercises/

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from .atomic import write_atomic
 from .i18n import text
+from .outcome import NOTEBOOK_ITEM
 from .report import item_message
-from .verdicts import NOTEBOOK_ITEM
 
 TOP = 10  # rows in the mistakes and slowest tables
 

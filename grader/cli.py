@@ -336,7 +336,7 @@ def run_export(args) -> int:
     from .class_report import load
     from .registry import chapters
 
-    source = Path(platforms.__file__).resolve().parent.parent
+    source = Path(__file__).resolve().parent.parent  # the checkout: the grader package's folder's parent
     try:
         if args.format == "canvas":
             if no_gradebook(args, "export"):

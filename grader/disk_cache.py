@@ -58,7 +58,9 @@ def folder() -> Path | None:
 # What a reference value depends on, in this package: editing the CLI, the reports, the
 # platforms' formats or the book's helpers (``tied_book``, outside the grader) keeps the
 # stored references.
-GRADING_CODE = ("chapters/*.py", "cases.py", "registry.py", "probe_runtime.py", "judge.py", "disk_cache.py")
+GRADING_CODE = (
+    "chapters/**/*.py", "cases.py", "registry.py", "probe_runtime.py", "judge.py", "disk_cache.py",
+)
 
 
 def grading_code(package: Path = Path(__file__).parent) -> list[Path]:
@@ -121,6 +123,50 @@ def compiled_programs():
         yield tmp
 
 
+# The settings the kernels get from ``grader.supervisor.jax_cache_env``: every program is kept.
+KEEP_EVERY_PROGRAM = {"jax_persistent_cache_min_compile_time_secs": 0,
+                      "jax_persistent_cache_min_entry_size_bytes": -1}
+
+
+@contextmanager
+def compiled_programs_in_process():
+    """While the in-notebook ``check()`` runs, JAX in this process keeps and finds its
+    compiled programs in the same folder as the kernels of ``grader check``.
+
+    A notebook function that builds and jits a new function on each call (chapter 02's
+    ``tied_grad_paths`` jits a fresh ``nnx.grad``) is compiled again on every call, since
+    JAX's in-memory caches are keyed by the Python function; the compilation cache is
+    keyed by the program itself (with the compiler options and versions), so the same
+    program compiles once and a changed one compiles anew.  Nothing changes when JAX is
+    not loaded (a NumPy chapter), when the notebook set up a cache of its own, or when
+    ``TIED_CACHE_DIR`` is empty; afterwards the notebook's settings are back as they were.
+    """
+    jax = sys.modules.get("jax")
+    leave_alone = jax is None or jax.config.jax_compilation_cache_dir or "JAX_COMPILATION_CACHE_DIR" in os.environ
+    part = None if leave_alone else _part("jax")
+    try:
+        if part is not None:
+            part.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a home folder the notebook cannot write: compile as before
+        part = None
+    if part is None:
+        yield
+        return
+    from jax.experimental.compilation_cache.compilation_cache import reset_cache
+
+    settings = {"jax_compilation_cache_dir": str(part), **KEEP_EVERY_PROGRAM}
+    before = {name: getattr(jax.config, name) for name in settings}
+    for name, value in settings.items():
+        jax.config.update(name, value)
+    reset_cache()  # JAX decides once whether a cache is used: again, now that there is one
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            jax.config.update(name, value)
+        reset_cache()
+
+
 def _file(chapter_id: str, item_name: str) -> Path | None:
     part = _part("references")
     return None if part is None else part / f"{chapter_id}.{item_name}.json"
@@ -154,7 +200,7 @@ def store(chapter_id: str, item_name: str, encoded: list) -> None:
 @cache
 def cases(chapter_id: str, item_name: str) -> tuple[Case, ...]:
     """An item's cases, built once per process (hidden ones depend on the secret in use)."""
-    return tuple(chapter(chapter_id).item(item_name).cases())
+    return tuple(chapter(chapter_id).item(item_name).drawn_cases())
 
 
 @cache

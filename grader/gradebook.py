@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import disk_cache, runner, supervisor
 from .atomic import write_atomic
-from .judge import NOT_REACHED, OOM, TIMEOUT
+from .outcome import NOT_REACHED, OOM, TIMEOUT
 from .registry import Finding
 from .report import as_dict, dumps
 from .result import Result

@@ -32,10 +32,10 @@ def chapter_frameworks(chapter: str, source: Path) -> list[str]:
     """The frameworks grading ``chapter`` imports (``FRAMEWORKS``' keys, sorted): its
     chapter module's, its probe module's and its solution notebook's."""
     from .registry import chapter as get
+    from .registry import chapter_modules
 
-    probe_module = get(chapter).probe_module  # grader.chapters.<name>_probe
     found: set[str] = set()
-    for module in (probe_module, probe_module.removesuffix("_probe")):
+    for module in (get(chapter).probe_module, chapter_modules()[chapter]):
         found |= _imports((source / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8"))
     notebook = json.loads((source / "solutions" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
     for cell in notebook["cells"]:

@@ -200,8 +200,12 @@ def localised(params: dict, lang: str) -> dict:
 
 def render(finding: Finding, lang: str = DEFAULT) -> str:
     """A finding as one message, with the failing line when there is one: the
-    student's, or one of the worked example's (``line_label``)."""
-    message = text(finding.key, lang, **localised(finding.params, lang))
+    student's, or one of the worked example's (``line_label``).  A stub's hint, which
+    the stub raises in English, is given in ``lang``: it is a catalog message."""
+    params = finding.params
+    if "message_key" not in params and (key := hint_key(str(params.get("message", "")))):
+        params = {**params, "message_key": key}
+    message = text(finding.key, lang, **localised(params, lang))
     line = finding.params.get("line")
     if line:
         message += " — " + text(str(finding.params.get("line_label") or "ui.your_line"), lang, line=line)

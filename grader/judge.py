@@ -1,21 +1,30 @@
 """Grader-side half: turn the facts a probe recorded into verdicts.
 
-Every comparison happens here, in the grader's own process, against references
-computed here too; the student's kernel only ever supplies raw values.
+Every comparison happens here, in the grader's own process, against references the
+caller supplies (``Known``: ``grader.disk_cache`` computes and keeps them); the
+student's kernel only ever supplies raw values.  Facts and references in, verdicts
+out: nothing here reads a file or a catalog.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Protocol
 
 import numpy as np
 
-from .disk_cache import cases, references
-from .i18n import hint_key
+from .outcome import FAIL, PASS, Finding, Verdict
 from .probe_runtime import decode
-from .registry import Case, Chapter, ErrorPattern, Finding, Item, Symptom
+from .registry import Case, Chapter, ErrorPattern, Item, Symptom
 
-# Outcomes of an item.  PASS earns the points; everything else earns none.
-PASS, FAIL, TIMEOUT, OOM, NOT_REACHED = "pass", "fail", "timeout", "oom", "not_reached"
+
+class Known(Protocol):
+    """Where an item's cases and their reference values come from (``grader.disk_cache``)."""
+
+    def cases(self, chapter_id: str, item_name: str) -> Sequence[Case]: ...
+
+    def references(self, chapter_id: str, item_name: str) -> Sequence: ...
+
 
 COMMON_ERRORS = (
     ErrorPattern("common.not_implemented", r"NotImplementedError"),
@@ -25,23 +34,10 @@ COMMON_ERRORS = (
 )
 
 
-@dataclass(frozen=True)
-class Verdict:
-    item: str
-    points: int
-    max_points: int
-    status: str
-    finding: Finding | None = None
-    case: str = ""  # catalog key of the label of the case that failed
-    shown: dict = field(default_factory=dict)  # the sizes that label shows
-    visibility: str = "visible"  # the failing case's (registry.VISIBILITIES)
-
-
 def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None) -> Finding:
     """The finding for an exception; ``cell`` names the notebook cell that raised it."""
     if COMMON_ERRORS[0].matches(error):  # the stub's hint says more than its line
-        message = error["message"]
-        return Finding("common.not_implemented", {"message": message, "message_key": hint_key(message)})
+        return Finding("common.not_implemented", {"message": error["message"]})  # i18n.render translates it
     for pattern in patterns:
         if pattern.matches(error):
             return Finding(pattern.key, {**error, **pattern.named(error)})
@@ -90,8 +86,9 @@ def not_judged(exc: Exception) -> Finding:
     return Finding("common.not_judged", {"reason": f"{type(exc).__name__}: {exc}"[:200]})
 
 
-def judge_item(ch: Chapter, item: Item, facts) -> Verdict:
-    """Verdict of one item from its facts: exactly one well-formed fact per case, in case order.
+def judge_item(ch: Chapter, item: Item, facts, known: Known) -> Verdict:
+    """Verdict of one item from its facts: exactly one well-formed fact per case, in case order,
+    each judged against the case's reference from ``known``.
 
     The facts come from the student's kernel: a missing, extra or malformed fact fails
     the item, and nothing a judge, a symptom, a reference or the decoding raises stops
@@ -103,13 +100,13 @@ def judge_item(ch: Chapter, item: Item, facts) -> Verdict:
         return Verdict(item.name, 0, item.points, FAIL, finding, case.label, case.shown, case.visibility)
 
     try:
-        item_cases = cases(ch.id, item.name)
+        item_cases = known.cases(ch.id, item.name)
         if not isinstance(facts, list) or len(facts) != len(item_cases):
             return fail(Finding("common.bad_record", {"count": len(facts) if isinstance(facts, list) else 0,
                                                       "expected": len(item_cases)}))
         if not all(map(well_formed, facts)):
             return fail(Finding("common.malformed_record"))
-        refs = references(ch.id, item.name)
+        refs = known.references(ch.id, item.name)
     except Exception as exc:  # a reference that cannot be computed is the grader's fault
         return fail(not_judged(exc))
     for case, fact, ref in zip(item_cases, facts, refs):
@@ -122,10 +119,10 @@ def judge_item(ch: Chapter, item: Item, facts) -> Verdict:
     return Verdict(item.name, item.points, item.points, PASS)
 
 
-def judge_records(ch: Chapter, item: Item, records: list) -> Verdict:
+def judge_records(ch: Chapter, item: Item, records: list, known: Known) -> Verdict:
     """An item passes only on exactly one record: a second line for it is forged."""
     if len(records) == 1:
-        return judge_item(ch, item, records[0])
+        return judge_item(ch, item, records[0], known)
     forged = Finding("common.bad_record", {"count": len(records), "expected": 1})
     return Verdict(item.name, 0, item.points, FAIL, forged)
 
@@ -139,6 +136,23 @@ def unreached(ch: Chapter, done: dict[str, Verdict], status: str, finding: Findi
 
 
 # ---------------------------------------------------------------- judges
+
+# What a function returns instead of the one array it is asked for, by its raw type
+# (the probe ``typed_call`` sends it: a tuple of arrays travels as a list).
+CONTAINERS = ("tuple", "list", "dict")
+
+
+def one_array(judge_values, key: str = "common.not_one_array"):
+    """The judge of an item whose function returns one array: a tuple, list or dict is
+    ``key``, naming what came back; else ``judge_values`` on the result."""
+    def judge(case: Case, value, ref) -> Finding | None:
+        if not isinstance(value, dict) or set(value) != {"type", "out"}:
+            return Finding("common.malformed_record")
+        if value["type"] in CONTAINERS:
+            return Finding(key, {"got": value["type"]})
+        return judge_values(case, value["out"], ref)
+    return judge
+
 
 def describe_shape(shape) -> str:
     return str(tuple(int(n) for n in shape))

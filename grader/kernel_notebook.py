@@ -26,12 +26,12 @@ from pathlib import Path
 from . import expected_outputs as eo
 from .cells import code_cells, first_line
 from .cells import named as named_cell
-from .judge import NOT_REACHED, TIMEOUT, Verdict
 from .kernel_runs import INTERRUPTED, UNSEEN, failed_runs
+from .outcome import NOT_REACHED, NOTEBOOK_ITEM, TIMEOUT, Verdict
 from .probe_runtime import error_fact
 from .registry import Finding
 from .submission import BadSubmission, read_bytes
-from .verdicts import NOTEBOOK_ITEM, notebook_verdict
+from .verdicts import notebook_verdict
 
 UNDEFINED = re.compile(r"name '([^']+)' is not defined")
 RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (probe_runtime.CELL_FILE)

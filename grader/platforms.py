@@ -40,7 +40,6 @@ from .grading_requirements import requirements
 from .i18n import render, text
 from .registry import Finding
 
-GRADESCOPE_VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
 CANVAS_FIXED = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
 
@@ -277,15 +276,12 @@ if [ -f "$ROOT/source/secret" ]; then
   rm -f "$ROOT/source/secret"
 fi
 chmod -R go-rwx "$ROOT/source"
-find "$ROOT/venv/" -path '*/site-packages/grader/chapters/*.py' ! -name '*_probe.py' ! -name '__init__.py' \\
-  -exec chmod 600 {} +
+find "$ROOT/venv/" -path '*/site-packages/grader/chapters/*.py' ! -name '*_probe.py' ! -name 'probe.py' \\
+  ! -name '__init__.py' -exec chmod 600 {} +
 # The compiled files too: Python imports a module from its .pyc without reading the
-# .py.  Root's later imports write .pyc files into this root-only folder.
-shopt -s nullglob
-for CHAPTERS in "$ROOT"/venv/lib/python3*/site-packages/grader/chapters; do
-  mkdir -p "$CHAPTERS/__pycache__"
-  chmod 700 "$CHAPTERS/__pycache__"
-done
+# .py.  Root's later imports write .pyc files into these root-only folders.
+find "$ROOT/venv/" -path '*/site-packages/grader/chapters*' -type d ! -name __pycache__ \\
+  -exec mkdir -p {}/__pycache__ \\; -exec chmod 700 {}/__pycache__ \\;
 mkdir -p "$ROOT/results"
 chmod 755 "$ROOT/results"
 """

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Callable
 
+from .outcome import Finding  # what a chapter's judges return, declared with the outcomes
+
 # Who sees what of a case, with Gradescope's words: "visible" (a worked example, in the
 # notebook), "hidden" (its inputs never shown; a failure names its sizes and the mistake),
 # "after_due_date" (hidden, and on Gradescope even the mistake waits for the due date).
@@ -45,14 +47,6 @@ class Case:
         if visibility not in VISIBILITIES or (visibility == "visible") != self.public:
             raise ValueError(f"case {self.label}: visibility {visibility!r} with public={self.public}")
         object.__setattr__(self, "visibility", visibility)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What went wrong, as a message key of the catalogs and its parameters."""
-
-    key: str
-    params: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -116,12 +110,12 @@ class Item:
     promises: tuple[Promise, ...] = ()  # every promise of the exercise's text, with its check
     stands_on: str = ""  # the student's name its probe replaces with the book's (a mistake there is not its own)
 
-    def __post_init__(self):
-        # A case of positional arguments, ``{"args": [...]}``, is a call of the item's own
-        # function: the item names it (``fn``) for the probe, so no case repeats it.
-        drawn = self.cases
-        named = lambda case: replace(case, args={"fn": self.target, **case.args}) if "args" in case.args else case
-        object.__setattr__(self, "cases", lambda: [named(case) for case in drawn()])
+    def drawn_cases(self) -> list[Case]:
+        """The cases ``cases`` draws, as the probe gets them: a case of positional arguments,
+        ``{"args": [...]}``, is a call of the item's own function, which the item names
+        (``fn``), so that no case repeats it."""
+        return [replace(case, args={"fn": self.target, **case.args}) if "args" in case.args else case
+                for case in self.cases()]
 
     @property
     def target(self) -> str:
@@ -143,17 +137,32 @@ class Chapter:
         raise KeyError(name)
 
 
+def is_probe(module: str) -> bool:
+    """Is ``module`` (a dotted name or a file's stem) a chapter's kernel side, a probe module?"""
+    last = module.rpartition(".")[2]
+    return last == "probe" or last.endswith("_probe")
+
+
 @cache
-def chapters() -> dict[str, Chapter]:
-    """Every chapter module of ``grader.chapters`` (probe modules aside), by chapter id."""
+def chapter_modules() -> dict[str, str]:
+    """The module that declares each chapter, by chapter id: every module under
+    ``grader.chapters`` with a ``CHAPTER`` (probe modules aside; the others hold what
+    several chapters share)."""
     from . import chapters as package
 
     found = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        if not info.name.endswith("_probe"):
-            ch = importlib.import_module(f"{package.__name__}.{info.name}").CHAPTER
-            found[ch.id] = ch
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        if not info.ispkg and not is_probe(info.name):
+            ch = getattr(importlib.import_module(info.name), "CHAPTER", None)
+            if ch is not None:
+                found[ch.id] = info.name
     return dict(sorted(found.items()))
+
+
+@cache
+def chapters() -> dict[str, Chapter]:
+    """Every chapter, by chapter id (``chapter_modules``)."""
+    return {chapter_id: importlib.import_module(module).CHAPTER for chapter_id, module in chapter_modules().items()}
 
 
 def chapter(chapter_id: str) -> Chapter:

@@ -26,8 +26,8 @@ import nbformat
 
 from .expected_outputs import MARKER, MARKER_TAG, dumps, expected_from, is_checked, marker, output_text, shown_outputs
 from .notebook_clean import clean, cleaned_text
-from .registry import chapter
-from .verdicts import NOTEBOOK_ITEM
+from .outcome import NOTEBOOK_ITEM
+from .registry import chapter, chapter_modules
 
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION:?\s*(.*)$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
@@ -94,8 +94,10 @@ def owner(source: str, start: int, indent: str) -> str:
 
 
 def catalog_prefix(chapter_id: str) -> str:
-    """The prefix of a chapter's catalog keys, its module's name: ``linen`` for 01_linen."""
-    return chapter(chapter_id).probe_module.rsplit(".", 1)[-1].removesuffix("_probe")
+    """The prefix of a chapter's catalog keys, its module's name below ``grader.chapters``
+    (``grader.chapters.linen``, or its folder's, ``grader.chapters.linen.grade``): ``linen``
+    for 01_linen."""
+    return chapter_modules()[chapter_id].removeprefix("grader.chapters.").split(".")[0]
 
 
 def marker_key(chapter_id: str, owner_name: str) -> str:

@@ -7,9 +7,7 @@ import unicodedata
 from dataclasses import replace
 
 from .i18n import render, text
-from .judge import Verdict
-from .registry import Finding
-from .verdicts import NOTEBOOK_ITEM
+from .outcome import NOTEBOOK_ITEM, Finding, Verdict
 
 NARROWEST = 30  # columns of a message beside the table; with fewer, it goes below its row
 BELOW = 4  # the indent of a message below its row
@@ -32,11 +30,6 @@ def item_label(item: str, lang: str) -> str:
     """An item's name as a table shows it: the ``notebook`` item in the reader's language
     (the others are the code's own names)."""
     return text("ui.notebook_item", lang) if item == NOTEBOOK_ITEM else item
-
-
-def case_label(v: Verdict, lang: str) -> str:
-    """The failing case as the student reads it: its kind and its sizes, never its inputs."""
-    return text(v.case, lang, **v.shown) if v.case else ""
 
 
 def finding_message(finding: Finding, case: str, shown: dict, lang: str) -> str:

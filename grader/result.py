@@ -1,14 +1,13 @@
 """``Result``: the verdicts of one notebook, as ``grader check``, ``grader grade`` and the
 in-notebook ``check()`` return them.  It prints as a table, and in Jupyter it shows
-itself as a panel of static HTML (``grader.selfcheck.panel_html``) with the table as
-text beside it: both survive in a notebook on GitHub or converted by nbconvert, offline."""
+itself as a panel of static HTML (``grader.panel``) with the table as text beside it:
+both survive in a notebook on GitHub or converted by nbconvert, offline."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .judge import PASS, Verdict
-from .registry import Finding
+from .outcome import PASS, Finding, Verdict
 
 
 @dataclass
@@ -40,6 +39,6 @@ class Result:
         return table(self, self.lang)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from .selfcheck import panel_html
+        from .panel import panel_html
 
         return {"text/html": panel_html(self, self.lang), "text/plain": repr(self)}

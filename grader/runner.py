@@ -1,7 +1,8 @@
 """Grading one submission, step by step:
 
 1. ``submission.load`` reads and validates the bytes (a bad file stops here);
-2. ``prepare`` copies them into a fresh folder, with the probe spec beside them;
+2. ``prepare`` copies them into a fresh folder, with the probe spec beside them, and
+   writes the ``job.Job`` that tells the worker where everything is;
 3. ``supervisor.supervise`` runs ``grader.worker`` in its own process group under the
    time and memory limits, while the references are computed here in a thread;
 4. ``collect`` reads the facts and the summary the worker sent through its channel;
@@ -20,6 +21,8 @@ from pathlib import Path
 
 from . import disk_cache, expected_outputs
 from .cells import code_cells
+from .job import FILE as JOB_FILE
+from .job import Job
 from .judge import with_stand_in_notes
 from .kernel_notebook import with_broken_cells
 from .probe_kernel import write_spec
@@ -50,8 +53,9 @@ def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = 
             refs.join(POLL)
         facts, summary = collect(channel)
     cells = json.loads(sub.data.decode("utf-8"))["cells"]
-    found = with_broken_cells(with_stand_in_notes(ch, verdicts(ch, facts, summary, stopped, limits, code_cells(cells))),
-                              cells)
+    judged = verdicts(ch, facts, summary, stopped, disk_cache, code_cells(cells), timeout_s=limits.timeout,
+                      step_s=limits.step_seconds, memory_bytes=limits.memory)
+    found = with_broken_cells(with_stand_in_notes(ch, judged), cells)
     result = Result(path, sub.chapter, sub.sha256, found, log=log)
     result.seconds = time.monotonic() - start
     return result
@@ -66,22 +70,16 @@ def warm_references(ch: Chapter) -> None:
         pass
 
 
-def prepare(sub: Submission, ch: Chapter, tmp: Path) -> dict:
+def prepare(sub: Submission, ch: Chapter, tmp: Path) -> Job:
     work = tmp / "work"  # the kernel's working directory: files it writes land here
     work.mkdir()
     notebook = work / f"{ch.id}.ipynb"
     notebook.write_bytes(expected_outputs.install(sub.data, ch.id))  # the solution's worked-example outputs
     (tmp / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     write_spec(ch, tmp / "spec.json")
-    job: dict = {
-        "notebook": str(notebook),
-        "spec": str(tmp / "spec.json"),
-        "items": [item.name for item in ch.items],
-        "ini": str(tmp / "pytest.ini"),
-        "probe_module": ch.probe_module,
-    }
-    (tmp / "job.json").write_text(json.dumps(job), encoding="utf-8")
-    job["path"] = str(tmp / "job.json")
+    job = Job(path=str(tmp / JOB_FILE), notebook=str(notebook), spec=str(tmp / "spec.json"),
+              ini=str(tmp / "pytest.ini"), probe_module=ch.probe_module, items=tuple(item.name for item in ch.items))
+    job.write()
     return job
 
 

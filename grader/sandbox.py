@@ -29,6 +29,8 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
+from .registry import is_probe
+
 HOME = "/home/student"
 
 
@@ -73,8 +75,8 @@ def _grader_binds() -> list[str]:
     package = _grader_folder()
     chapters = package / "chapters"
     args = ["--ro-bind", str(package), str(package), "--tmpfs", str(chapters)]
-    for path in sorted(chapters.glob("*.py")):
-        if path.name == "__init__.py" or path.stem.endswith("_probe"):
+    for path in sorted(chapters.rglob("*.py")):  # bwrap makes the folders of a bound file
+        if path.name == "__init__.py" or is_probe(path.stem):
             args += ["--ro-bind", str(path), str(path)]
     return args + ["--remount-ro", str(chapters)]
 

@@ -2,7 +2,7 @@
 
 It runs the very probes and judges that ``grader check`` uses, only in this
 process instead of a separate one, so the verdicts agree, and returns the same
-``Result``: in Jupyter it shows as a panel of static HTML (``panel_html``, which
+``Result``: in Jupyter it shows as a panel of static HTML (``grader.panel``, which
 nbconvert and GitHub draw too), elsewhere it prints as a table.  The ``notebook``
 item is judged from what this kernel holds (``grader.kernel_notebook``).
 
@@ -22,52 +22,21 @@ import sys
 import threading
 from pathlib import Path
 
-from . import judge
+from . import disk_cache, judge
+from .disk_cache import compiled_programs_in_process
 from .i18n import detect_lang, language_code, text, unknown_language
-from .judge import PASS, TIMEOUT, Verdict
 from .kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_chapter, notebook_item
+from .outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
+from .panel import in_kernel
 from .probe_kernel import run_in_process
 from .registry import Chapter, Finding, chapter_of_item, chapters
-from .report import item_label, status_text, verdict_messages
 from .result import Result
-from .verdicts import NOTEBOOK_ITEM
 
-COLOURS = {PASS: "#1a7f37"}
-KEEP_ALL = "word-break:keep-all"  # Korean breaks between words, not inside them
-FAIL_COLOUR = "#cf222e"
 DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
 AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
 QUIET = 1.0  # seconds of silence before the check says what it is doing
 CHECKED: list[str] = []  # the chapters checked in this kernel so far
 BLANK = {"text/html": ""}  # what the "Checking…" line becomes once the verdicts are in
-
-
-def panel_html(result: Result, lang: str) -> str:
-    """The check panel as static HTML: what JupyterLab shows, and a notebook on GitHub
-    or converted by nbconvert (no widget, which would need a script from the network)."""
-    from html import escape
-
-    rows = []
-    for v, message in zip(result.verdicts, verdict_messages(result.verdicts, lang)):
-        colour = COLOURS.get(v.status, FAIL_COLOUR)
-        mark = "✔" if v.status == PASS else "✘"
-        rows.append(
-            f"<div style='padding:2px 0'><b style='color:{colour}'>{mark} {escape(item_label(v.item, lang))}</b> "
-            f"<span>{v.points}/{v.max_points} · {escape(status_text(v.status, lang))}</span>"
-            f"<div style='margin-left:1.4em;color:#444;{KEEP_ALL if lang == 'ko' else ''}'>"
-            f"{escape(message)}</div></div>"
-        )
-    title = (f"<div><b>{escape(text('ui.check_title', lang, chapter=result.chapter))}</b> — "
-             f"{text('ui.total', lang)}: {result.points}/{result.max_points}</div>")
-    return f"<div style='border:1px solid #d0d7de;padding:6px'>{title}{''.join(rows)}</div>"
-
-
-def in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    return hasattr(get_ipython(), "kernel")
 
 
 class CheckTimedOut(BaseException):
@@ -156,7 +125,7 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
         if only is not None and only not in (item.name, item.target):
             continue
         record = facts.get(item.name, [])
-        verdict = timed_out(item, record, seconds, stuck) or judge.judge_item(ch, item, record)
+        verdict = timed_out(item, record, seconds, stuck) or judge.judge_item(ch, item, record, disk_cache)
         finding = in_kernel_frame(verdict.finding, namespace, cells)
         found.append(verdict if finding is verdict.finding else
                      Verdict(item.name, 0, item.points, verdict.status, finding))
@@ -203,7 +172,8 @@ def check(target, lang: str | None = None, namespace: dict | None = None, timeou
     if only is None and served is not None and served[0] != ch.id and served[0] in chapters():
         return usage("ui.other_chapter", lang=lang, chapter=ch.id, notebook=served[0], path=served[1])
     try:
-        with saying_what_it_does(text("ui.checking_again" if CHECKED else "ui.checking", lang, chapter=ch.id)):
+        first = "ui.checking_again" if CHECKED else "ui.checking"
+        with saying_what_it_does(text(first, lang, chapter=ch.id)), compiled_programs_in_process():
             verdicts = judged(ch, namespace, only, float(timeout))
         CHECKED.append(ch.id)  # the checks are loaded: the first check's note is said once
     except KeyboardInterrupt:

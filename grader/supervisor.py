@@ -25,11 +25,13 @@ from pathlib import Path
 import psutil
 
 from .cgroups import JobCgroups
-from .judge import OOM, TIMEOUT
+from .job import Job
+from .outcome import OOM, TIMEOUT
 from .process_tree import kill_tree, tree
 from .sandbox import Sandbox
 from .stopping import Interrupted, requested
 
+WORKER = "grader.worker"  # the module the worker runs (python -m)
 DEFAULT_TIMEOUT = 120.0  # seconds per notebook
 STEP_SHARE = 0.5  # of the notebook's time, what one cell or one item's checks may take
 DEFAULT_MEMORY = 4 * 2**30  # bytes for the whole process tree
@@ -135,7 +137,7 @@ class Channel:
         return bytes(self.received).decode("utf-8", errors="replace")
 
 
-def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
+def supervise(job: Job, limits: Limits) -> tuple[str, str, str]:
     """Run the worker; return how it stopped (``""`` when it finished, else TIMEOUT
     or OOM), the end of its log and what it sent through its channel.
 
@@ -148,21 +150,21 @@ def supervise(job: dict, limits: Limits) -> tuple[str, str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIED_GRADING": "1",
            **thread_env(limits.threads), **jax_cache_env(limits.jax_cache)}
     deadline = time.monotonic() + limits.timeout
-    box = Sandbox(Path(job["path"]).parent, env) if limits.sandbox else None
+    box = Sandbox(job.folder, env) if limits.sandbox else None
     groups = JobCgroups(limits.memory)
-    owner = hand_over(Path(job["path"]).parent, env, groups, limits.user) if limits.user else {}
+    owner = hand_over(job.folder, env, groups, limits.user) if limits.user else {}
     with tempfile.TemporaryFile() as log:  # out of the kernel's reach, unlike the job's folder
         with _LAUNCH:
             if requested():
                 raise Interrupted
             channel = Channel()
-            command = [sys.executable, "-m", "grader.worker", job["path"], str(channel.write_fd), repr(deadline),
+            command = [sys.executable, "-m", WORKER, job.path, str(channel.write_fd), repr(deadline),
                        repr(limits.step_seconds)]
             try:
                 proc = subprocess.Popen(
-                    groups.enter(box.argv(command, Path(job["notebook"]).parent) if box else command),
+                    groups.enter(box.argv(command, Path(job.notebook).parent) if box else command),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                    env=box.env if box else env, cwd=Path(job["notebook"]).parent, pass_fds=(channel.write_fd,),
+                    env=box.env if box else env, cwd=Path(job.notebook).parent, pass_fds=(channel.write_fd,),
                     **owner,
                 )
             except BaseException:

@@ -8,11 +8,9 @@ from dataclasses import replace
 
 from . import expected_outputs, judge
 from .cells import named
-from .judge import FAIL, NOT_REACHED, OOM, PASS, TIMEOUT, Verdict
-from .registry import Chapter, ErrorPattern, Finding
-from .supervisor import Limits
+from .outcome import FAIL, NOT_REACHED, NOTEBOOK_ITEM, OOM, PASS, TIMEOUT, Finding, Verdict
+from .registry import Chapter, ErrorPattern
 
-NOTEBOOK_ITEM = "notebook"
 KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
 
 
@@ -36,20 +34,22 @@ def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
     return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, finding)
 
 
-def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limits,
-             shown: Sequence[tuple[int, str]] = ()) -> list[Verdict]:
-    """Judge each item from its records; the others get what stopped them.
+def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, known: judge.Known,
+             shown: Sequence[tuple[int, str]] = (), *, timeout_s: float, step_s: float,
+             memory_bytes: int) -> list[Verdict]:
+    """Judge each item from its records against ``known``; the others get what stopped
+    them, with the limits the worker ran under (``timeout_s`` for the notebook,
+    ``step_s`` for one cell or one item's checks, ``memory_bytes``).
 
     On a timeout the worker's summary says where the code was stuck, in a cell or in
     an item's checks, and at which line: that verdict quotes it, and says how to give
-    it more time.  A cell or an item's checks interrupted after ``limits.step_seconds``
+    it more time.  A cell or an item's checks interrupted after ``step_s``
     let the rest go on: only that cell's (the notebook item) or that item's verdict is
     a timeout.  ``shown`` names the cells (``notebook_verdict``).
     """
-    seconds, more = f"{limits.timeout:g}", "ui.more_time_terminal"
-    step = f"{limits.step_seconds:g}"
+    seconds, more, step = f"{timeout_s:g}", "ui.more_time_terminal", f"{step_s:g}"
     done = {
-        item.name: judge.judge_records(ch, item, facts[item.name])
+        item.name: judge.judge_records(ch, item, facts[item.name], known)
         for item in ch.items
         if item.name in facts
     }
@@ -61,7 +61,7 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, limits: Limi
     if stopped == TIMEOUT or timeout is not None:
         status, finding = TIMEOUT, Finding("common.timeout", {"seconds": seconds, "more_key": more})
     elif stopped == OOM:
-        status, finding = OOM, Finding("common.oom", {"gib": f"{limits.memory / 2**30:g}"})
+        status, finding = OOM, Finding("common.oom", {"gib": f"{memory_bytes / 2**30:g}"})
     elif summary.get("probes") in ("kernel_dead", "not_run"):  # it died before the checks or during them
         status, finding = NOT_REACHED, Finding("common.kernel_died")
     else:  # the checks ran yet left no record, or no summary came back: the notebook broke them

@@ -1,9 +1,10 @@
 """One submission in one process: nbval runs the notebook, then the probes run in
-the same kernel.  Started by ``grader.supervisor`` as ``python -m grader.worker JOB
-CHANNEL DEADLINE STEP``, in its own process group so that a timeout can stop all of it.
+the same kernel.  Started by ``grader.supervisor`` as
+``python -m grader.worker JOB CHANNEL DEADLINE STEP``, in its own process group so that
+a timeout can stop all of it.
 
-The job file names the notebook copy, the probe spec and the items.  CHANNEL is the
-write end of a pipe that only this process holds: it is closed on exec, so the kernel
+The job file (``grader.job``) names the notebook copy, the probe spec and the items.
+CHANNEL is the write end of a pipe that only this process holds: it is closed on exec, so the kernel
 and whatever it starts never get it, and this process is not dumpable, so that they
 cannot open it through ``/proc`` or trace this process either (unless they run as
 root outside a sandbox).  Each item's facts come back in the kernel's reply to the
@@ -42,6 +43,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from . import expected_outputs
+from .job import read as read_job
 from .probe_kernel import probe_source
 from .probe_runtime import shorten
 from .process_tree import kill_descendants
@@ -402,18 +404,18 @@ def seal(channel_fd: int) -> None:
 
 def main(job_path: str, channel_fd: int, deadline: float = math.inf, step: float = math.inf) -> int:
     seal(channel_fd)
-    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    job = read_job(job_path)
     os.environ["TIED_GRADING"] = "1"  # the notebook's own check() cell stands aside
     # Only nbval is needed: loading every installed pytest plugin costs about half a
     # second per notebook.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     channel = os.fdopen(channel_fd, "wb")
-    hook = ProbeHook(job["spec"], job["probe_module"], job["items"], channel, deadline, step)
-    notebook = Path(job["notebook"])
+    hook = ProbeHook(job.spec, job.probe_module, job.items, channel, deadline, step)
+    notebook = Path(job.notebook)
     missing = expected_outputs.missing_records(notebook)  # read before the kernel can write there
     args = [
         str(notebook), "-p", "nbval.plugin", "--nbval-lax", "--nbval-current-env", "-q", "-p", "no:cacheprovider",
-        "--rootdir", str(notebook.parent), "-c", job["ini"], "--color=no",
+        "--rootdir", str(notebook.parent), "-c", job.ini, "--color=no",
         "--nbval-kernel-startup-timeout", "60", "--nbval-sanitize-with", str(expected_outputs.SANITIZERS),
     ]
     sockets = kernels_on_unix_sockets()

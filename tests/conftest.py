@@ -1,6 +1,7 @@
 """Shared fixtures: one parallel batch grades every notebook the tests need."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from grader.atomic import write_atomic  # noqa: E402
 from grader.supervisor import jax_cache_env  # noqa: E402
 from notebooks import ROOT, replace_regions, write  # noqa: E402
 from pitfalls import PITFALLS  # noqa: E402
@@ -23,12 +25,17 @@ from pitfalls import PITFALLS  # noqa: E402
 # references and later ones read them back, and nothing lands in the user's cache
 # folder.  A JAX compilation cache in the same folder is set in the environment, so
 # that every kernel the grader starts shares it: about a third of a Flax notebook's time.
-CACHE = tempfile.mkdtemp(prefix="tied-test-cache-")
-os.environ.update({"TIED_CACHE_DIR": CACHE, **jax_cache_env(os.path.join(CACHE, "jax-suite"))})
+# Under pytest-xdist (`make test` runs two workers) the controller makes the folder
+# before it starts the workers, which inherit its environment: one folder for the run.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+CACHE = os.environ["TIED_SUITE_CACHE"] if WORKER else tempfile.mkdtemp(prefix="tied-test-cache-")
+os.environ.update({"TIED_SUITE_CACHE": CACHE, "TIED_CACHE_DIR": CACHE,
+                   **jax_cache_env(os.path.join(CACHE, "jax-suite"))})
 
 
 def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(CACHE, ignore_errors=True)
+    if not WORKER:  # the controller, or a run without workers: the last to finish
+        shutil.rmtree(CACHE, ignore_errors=True)
 
 
 def grader(*args, timeout=600, **kwargs) -> subprocess.CompletedProcess:
@@ -56,7 +63,23 @@ def batch(tmp_path_factory) -> dict[str, dict]:
     """Gradebook entries of solutions, exercises and the pitfalls that go through a
     kernel (``Pitfall.kernel``), keyed ``kind/name``; the exercises of other chapters
     than ``KERNEL_EXERCISE`` judged in this process."""
-    root = tmp_path_factory.mktemp("batch")
+    return graded_batch(tmp_path_factory) | {f"exercise/{chapter}": judged_exercise(chapter)
+                                             for chapter in chapters() if chapter != KERNEL_EXERCISE}
+
+
+def graded_batch(tmp_path_factory) -> dict[str, dict]:
+    """The entries the grader gives in one batch run, made once for the whole run: the
+    first worker to ask grades under a lock, and the others wait and read its gradebook."""
+    stored = Path(CACHE) / "batch.json"
+    with open(Path(CACHE) / "batch.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stored.exists():
+            write_atomic(stored, json.dumps(run_batch(tmp_path_factory.mktemp("batch"))))
+    return json.loads(stored.read_text())
+
+
+def run_batch(root: Path) -> dict[str, dict]:
+    """Grade the solutions, ``KERNEL_EXERCISE``'s exercise and the kernel pitfalls in one batch."""
     for chapter in chapters():
         kinds = [("solution", "solutions")] + [("exercise", "exercises")] * (chapter == KERNEL_EXERCISE)
         for kind, folder in kinds:
@@ -70,9 +93,7 @@ def batch(tmp_path_factory) -> dict[str, dict]:
                   "--jobs", "2", "--out", str(out), "--lang", "en")
     assert done.returncode in (0, 1), done.stderr
     entries = json.loads((out / "gradebook.json").read_text())["submissions"]
-    graded = {f"{Path(p).parent.parent.name}/{e['student']}": e for p, e in entries.items()}
-    return graded | {f"exercise/{chapter}": judged_exercise(chapter) for chapter in chapters()
-                     if chapter != KERNEL_EXERCISE}
+    return {f"{Path(p).parent.parent.name}/{e['student']}": e for p, e in entries.items()}
 
 
 _IN_PROCESS: dict[str, dict] = {}

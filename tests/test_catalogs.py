@@ -12,7 +12,7 @@ import string
 import nbformat
 import pytest
 
-from grader import disk_cache, judge
+from grader import disk_cache, judge, outcome
 from grader.i18n import LANGUAGES, catalog, hint_key
 from grader.registry import chapters
 from grader.release import BEGIN
@@ -95,7 +95,7 @@ def test_every_key_the_registry_declares_is_in_the_catalogs():
     assert found - set(catalog("en")) == set()
 
 
-@pytest.mark.parametrize("status", [judge.PASS, judge.FAIL, judge.TIMEOUT, judge.OOM, judge.NOT_REACHED])
+@pytest.mark.parametrize("status", [outcome.PASS, outcome.FAIL, outcome.TIMEOUT, outcome.OOM, outcome.NOT_REACHED])
 def test_every_status_has_its_word(status):
     assert f"ui.{status}" in catalog("en")
 

@@ -84,7 +84,8 @@ def test_memory_outside_the_tree_is_caught_by_a_plain_check(tmp_path, how):
 
 def test_without_cgroups_one_line_says_what_is_not_counted_and_nothing_outlives(tmp_path):
     path = write(with_cells(CHAPTER, before=[ESCAPES]), tmp_path / "escape" / f"{CHAPTER}.ipynb")
-    run = ("import sys, pathlib\nimport grader.cgroups as c\nc.CGROUP_ROOT = pathlib.Path(sys.argv[1])\n"
+    run = ("import sys, pathlib\nimport grader.cgroups as c\n"
+           "c.CGROUP_ROOT = pathlib.Path(sys.argv[1])\n"
            "from grader.cli import main\nsys.exit(main(['check', sys.argv[2], '--lang', 'en']))\n")
     done = subprocess.run([sys.executable, "-c", run, str(tmp_path / "no-cgroups"), str(path)],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)

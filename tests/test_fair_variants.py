@@ -3,7 +3,7 @@ solution with one region replaced, judged in this process on the items it touche
 Chapter 05's loops over a fixed handful are in ``test_loop_cost``."""
 import pytest
 
-from grader import judge
+from grader import disk_cache, judge
 from grader.probe_kernel import run_in_process
 from grader.registry import chapter
 from inprocess import run_cells
@@ -17,7 +17,7 @@ def verdicts(chapter_id: str, regions: dict, items: tuple[str, ...]) -> dict:
     found = {}
     for name in items:
         facts = run_in_process(ch, namespace, only=name)[name]
-        found[name] = judge.judge_item(ch, ch.item(name), facts)
+        found[name] = judge.judge_item(ch, ch.item(name), facts, disk_cache)
     return found
 
 
@@ -57,3 +57,28 @@ def test_an_exception_keeps_its_type_and_its_text_over_several_lines():
     assert error["message"].endswith("See https://docs.jax.dev/en/latest/errors.html"
                                      "#jax.errors.TracerArrayConversionError")
     assert error["line"] == "grad = jax.grad(loss)(E)"
+
+
+MLM_FORWARD = '''
+x = {lookup} + pos_embed
+for w_q, w_k, w_v, w_o, w_1, w_2 in blocks_weights:
+    x = x + multi_head_attention(layer_norm(x), w_q, w_k, w_v, w_o, num_heads)
+    x = x + gelu_tanh(layer_norm(x) @ w_1) @ w_2
+return {head}[mask_indicator > 0.5]
+'''
+# Chapter 05's tied head and lookup, written other ways: the tie's gradient is judged
+# from w_emb's raw gradient, so every spelling that uses w_emb itself passes.
+MLM_TIES = {
+    "f_linear": ("w_emb[input_ids]", "torch.nn.functional.linear(x, w_emb)"),
+    "einsum": ("w_emb[input_ids]", "torch.einsum('ntd,vd->ntv', x, w_emb)"),
+    "f_embedding_and_matmul_of_transpose": ("torch.nn.functional.embedding(input_ids, w_emb)",
+                                           "torch.matmul(x, w_emb.transpose(0, 1))"),
+}
+
+
+@pytest.mark.parametrize("tie", MLM_TIES)
+def test_a_tied_mlm_head_however_written_keeps_the_gradient(tie):
+    lookup, head = MLM_TIES[tie]
+    found = verdicts("05_mlm", {"mlm_forward_tied": MLM_FORWARD.format(lookup=lookup, head=head)},
+                     ("mlm_forward_tied",))
+    assert found["mlm_forward_tied"].status == judge.PASS, found["mlm_forward_tied"].finding

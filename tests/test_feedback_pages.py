@@ -3,8 +3,7 @@ link to the book only to an address the teacher gives, named by the chapter's ti
 from pathlib import Path
 
 from grader.feedback import student_page
-from grader.judge import FAIL, Verdict
-from grader.registry import Finding
+from grader.outcome import FAIL, Finding, Verdict
 from grader.report import as_dict
 from grader.result import Result
 

@@ -230,7 +230,7 @@ def test_odd_values_reach_every_judge_and_get_a_message(ch_id, name):
     for path in paths:
         for kind, make in ODD.items():
             odd = {"value": encode(replaced(value, path, make(part_at(value, path))))}
-            verdict = judge.judge_item(ch, item, [odd] + good[1:])
+            verdict = judge.judge_item(ch, item, [odd] + good[1:], disk_cache)
             assert verdict.finding is None or verdict.finding.key != "common.not_judged", \
                 (path, kind, verdict.finding.params)
             for lang in LANGUAGES:

@@ -129,7 +129,8 @@ SHOW_LAST_CELL = """(() => {
 LAST_OUTPUT = """(() => {
   const notebook = (%s).content;
   const last = notebook.widgets[notebook.widgets.length - 1];
-  return last ? last.node.querySelector('.jp-OutputArea').innerText : '';
+  const area = last && last.node.querySelector('.jp-OutputArea');  // none until the cell is drawn
+  return area ? area.innerText : '';
 })()"""
 
 SET_LAST_CELL = """(() => {
@@ -314,7 +315,8 @@ def test_a_language_typo_is_one_line_in_the_notebook_as_in_the_terminal(lab, bro
     try:
         set_check_cell(tab, 'check("01_linen", lang="kr")')
         assert tab.evaluate(RUN_LAST_CELL % (PANEL % json.dumps(tab.name)), timeout=300)
-        output = tab.evaluate(LAST_OUTPUT % (PANEL % json.dumps(tab.name))).strip()
+        # The kernel is idle once the cell ran; its output is drawn a moment later.
+        output = tab.wait_for(f"({LAST_OUTPUT % (PANEL % json.dumps(tab.name))}).trim()")
         tab.evaluate(SHOW_LAST_CELL % (PANEL % json.dumps(tab.name)))
         tab.screenshot(ARTIFACTS / "lang_kr.png", max_height=1200, whole=False)
         assert len(output.splitlines()) == 1 and "Traceback" not in output, output

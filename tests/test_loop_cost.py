@@ -6,7 +6,7 @@ solution with one region replaced, judged in this process on the one item it tou
 import nbformat
 import pytest
 
-from grader import judge
+from grader import disk_cache, judge
 from grader.probe_kernel import run_in_process
 from grader.registry import chapter
 from inprocess import run_cells
@@ -103,7 +103,7 @@ def judged(item: str, code: str):
     namespace, cells = run_cells(nb)
     assert all(c["passed"] for c in cells), cells
     ch = chapter(CH)
-    return judge.judge_item(ch, ch.item(item), run_in_process(ch, namespace, only=item)[item])
+    return judge.judge_item(ch, ch.item(item), run_in_process(ch, namespace, only=item)[item], disk_cache)
 
 
 @pytest.mark.parametrize("name", FAIR)

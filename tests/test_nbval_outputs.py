@@ -14,9 +14,9 @@ import pytest
 from grader import expected_outputs
 from grader.expected_outputs import MARKER, first_difference, install, is_checked, marker
 from grader.i18n import LANGUAGES, render
+from grader.outcome import NOTEBOOK_ITEM
 from grader.runner import grade
 from grader.supervisor import Limits
-from grader.verdicts import NOTEBOOK_ITEM
 from notebooks import ROOT, replace_regions, solution, write
 
 CHAPTER = "04_gpt_head"

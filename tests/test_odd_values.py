@@ -54,7 +54,7 @@ NAMED = {
 def verdict_for(ch_id, name, values):
     ch = chapter(ch_id)
     item = ch.item(name)
-    return judge.judge_item(ch, item, [{"value": v} for v in values])
+    return judge.judge_item(ch, item, [{"value": v} for v in values], disk_cache)
 
 
 @pytest.mark.parametrize("ch_id,name", RETURNED)
@@ -85,11 +85,11 @@ def test_a_short_or_extra_record_never_passes(ch_id, name):
     ch = chapter(ch_id)
     item = ch.item(name)
     good = solution_facts(ch_id)[name]
-    assert judge.judge_item(ch, item, good).status == judge.PASS
+    assert judge.judge_item(ch, item, good, disk_cache).status == judge.PASS
     for facts in ([], good[:-1], good + good[:1], "facts", None):
-        assert judge.judge_item(ch, item, facts).finding.key == "common.bad_record"
+        assert judge.judge_item(ch, item, facts, disk_cache).finding.key == "common.bad_record"
     both = {"value": good[0].get("value"), "error": {"type": "", "message": "", "line": ""}}
     for forged in (both, {"value": {"__nd__": "bm90IGFuIGFycmF5"}}, {"error": "x"}, ["value"]):
-        assert judge.judge_item(ch, item, [forged] + good[1:]).finding.key == "common.malformed_record"
-    assert judge.judge_records(ch, item, [good, good]).finding.key == "common.bad_record"
-    assert judge.judge_records(ch, item, [good]).status == judge.PASS
+        assert judge.judge_item(ch, item, [forged] + good[1:], disk_cache).finding.key == "common.malformed_record"
+    assert judge.judge_records(ch, item, [good, good], disk_cache).finding.key == "common.bad_record"
+    assert judge.judge_records(ch, item, [good], disk_cache).status == judge.PASS

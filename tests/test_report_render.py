@@ -8,8 +8,7 @@ import pytest
 from matplotlib import font_manager
 
 from grader import class_report
-from grader.judge import FAIL, PASS, Verdict
-from grader.registry import Finding
+from grader.outcome import FAIL, PASS, Finding, Verdict
 from grader.report import as_dict, item_message
 from grader.result import Result
 

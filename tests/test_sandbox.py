@@ -27,7 +27,10 @@ from conftest import grader
 from notebooks import ROOT, with_cells, write
 
 CHAPTER = "04_gpt_head"
-MARKER = "tied-sandbox-attack"
+# In the command line of every process the attacks start, so that survivors() finds them;
+# named for this test process, so that it finds only its own and not those of another
+# pytest worker (`make test` runs two) or of another run of the suite on the machine.
+MARKER = f"tied-sandbox-attack-{os.getpid()}"
 
 
 def find_bwrap() -> str:

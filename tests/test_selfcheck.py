@@ -7,9 +7,9 @@ import pytest
 from conftest import chapters
 from grader import check
 from grader.i18n import LANGUAGES
+from grader.panel import panel_html
 from grader.report import as_dict
 from grader.runner import grade
-from grader.selfcheck import panel_html
 from inprocess import check_in_process, run_cells
 from notebooks import replace_regions, solution, write
 from pitfalls import PITFALLS

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.judge import FAIL, PASS, Verdict
-from grader.registry import Finding
+from grader.outcome import FAIL, PASS, Finding, Verdict
 from grader.result import Result
 from notebooks import ROOT, replace_regions, write
 
@@ -56,7 +55,7 @@ def test_an_executed_notebook_converted_to_html_shows_every_verdict(tmp_path):
 
 
 def test_in_a_kernel_the_output_is_the_static_panel_and_the_table_too(monkeypatch):
-    monkeypatch.setattr("grader.selfcheck.in_kernel", lambda: True)
+    monkeypatch.setattr("grader.panel.in_kernel", lambda: True)
     result = Result(Path("x.ipynb"), CHAPTER, verdicts=[Verdict("tied_head_forward", 3, 3, PASS)])
     assert set(result._repr_mimebundle_()) == {"text/html", "text/plain"}
 

@@ -9,8 +9,9 @@ import re
 import nbformat
 import pytest
 
+from grader import disk_cache
 from grader.i18n import LANGUAGES, text
-from grader.judge import TIMEOUT
+from grader.outcome import TIMEOUT
 from grader.registry import chapter
 from grader.report import NARROWEST, as_dict, table, terminal_columns, width, wrap
 from grader.result import Result
@@ -159,7 +160,9 @@ def test_a_timeout_in_the_terminal_names_the_cell_and_how_to_give_more_time():
     summary = {"cells": [{"cell": 0, "passed": True}], "probes": "not_run",
                "timeout": {"where": "cell", "cell": 2, "line": "while True:"}}
     shown = [(2, "import jax"), (4, "class TiedIO(nn.Module):"), (5, "while True:")]
-    found = verdicts(ch, {}, summary, TIMEOUT, Limits(timeout=30), shown)
+    limits = Limits(timeout=30)
+    found = verdicts(ch, {}, summary, TIMEOUT, disk_cache, shown, timeout_s=limits.timeout,
+                     step_s=limits.step_seconds, memory_bytes=limits.memory)
     result = Result(ROOT / "x.ipynb", ch.id, verdicts=found)
     for lang in LANGUAGES:
         message = as_dict(result, lang)["items"][0]["message"]

@@ -16,8 +16,9 @@ import time
 import pytest
 
 from conftest import grader
+from grader import disk_cache
 from grader.i18n import LANGUAGES
-from grader.judge import PASS, TIMEOUT
+from grader.outcome import PASS, TIMEOUT
 from grader.registry import chapter
 from grader.report import as_dict
 from grader.result import Result
@@ -93,6 +94,12 @@ def test_in_the_terminal_the_message_names_the_cell_and_the_option(tmp_path):
 
 # ---------------------------------------------------------------- from a summary, no kernel
 
+def judged(ch, summary: dict, stopped: str, shown, limits=Limits(timeout=20)) -> list:
+    """The verdicts of a run that sent no facts, under ``limits``."""
+    return verdicts(ch, {}, summary, stopped, disk_cache, shown, timeout_s=limits.timeout,
+                    step_s=limits.step_seconds, memory_bytes=limits.memory)
+
+
 def test_a_stuck_item_and_a_stuck_cell_are_named_in_every_language():
     ch = chapter(NUMPY_CHAPTER)
     shown = [(2, "import numpy as np"), (5, "while True:")]
@@ -100,7 +107,7 @@ def test_a_stuck_item_and_a_stuck_cell_are_named_in_every_language():
                          {"cell": 1, "passed": False, "timed_out": True,
                           "error": {"type": "KeyboardInterrupt", "message": "", "line": "x += 1"}}],
                "probes": "done", "stuck": {"sample_next": "while True:"}}
-    found = verdicts(ch, {}, summary, "", Limits(timeout=20), shown)
+    found = judged(ch, summary, "", shown)
     for lang in LANGUAGES:
         items = items_of(Result(ROOT / "x.ipynb", ch.id, verdicts=found), lang)
         assert items["notebook"]["verdict"] == TIMEOUT and "5" in items["notebook"]["message"]
@@ -116,7 +123,7 @@ def test_at_the_hard_stop_the_item_running_is_the_one_named():
     names = [item.name for item in ch.items]
     summary = {"cells": [{"cell": 0, "passed": True}], "probes": "timeout", "stuck": {names[0]: "a"},
                "timeout": {"where": "checks", "item": names[2], "line": "b"}}
-    found = {v.item: v for v in verdicts(ch, {}, summary, TIMEOUT, Limits(timeout=20), [])}
+    found = {v.item: v for v in judged(ch, summary, TIMEOUT, [])}
     assert found[names[0]].finding.params["line"] == "a" and found[names[0]].finding.params["seconds"] == "10"
     assert found[names[2]].finding.key == "common.timeout_notebook_in_check"
     assert found[names[2]].finding.params["line"] == "b" and found[names[2]].finding.params["seconds"] == "20"
@@ -130,7 +137,7 @@ def test_a_cell_running_when_the_notebook_time_ran_out_says_so():
     ch = chapter(NUMPY_CHAPTER)
     summary = {"cells": [{"cell": 0, "passed": True}], "probes": "not_run",
                "timeout": {"where": "cell", "cell": 1, "line": "x += 1"}}
-    notebook = verdicts(ch, {}, summary, TIMEOUT, Limits(timeout=20), [(2, "import numpy"), (5, "while True:")])[0]
+    notebook = judged(ch, summary, TIMEOUT, [(2, "import numpy"), (5, "while True:")])[0]
     message = items_of(Result(ROOT / "x.ipynb", ch.id, verdicts=[notebook]), "en")["notebook"]["message"]
     assert "the notebook's 20 s ran out while cell 5" in message and "it was running: x += 1" in message, message
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from grader import judge
+from grader import disk_cache, judge
 from grader.platforms import gradescope_results, prairielearn_results
 from grader.probe_kernel import run_in_process
 from grader.registry import VISIBILITIES, Case, chapter, chapters
@@ -17,7 +17,7 @@ from test_platforms import schema
 def every_case():
     for ch in chapters().values():
         for item in ch.items:
-            for case in item.cases():
+            for case in item.drawn_cases():
                 yield ch.id, item.name, case
 
 
@@ -45,7 +45,7 @@ def graded(tie_weights) -> dict:
     ch = chapter("03_pytorch")
     facts = run_in_process(ch, {"tie_weights": tie_weights}, only="tie_weights")
     item = ch.item("tie_weights")
-    v = judge.judge_item(ch, item, facts[item.name])
+    v = judge.judge_item(ch, item, facts[item.name], disk_cache)
     return {"points": v.points, "max_points": v.max_points, "items": [{
         "item": v.item, "points": v.points, "max_points": v.max_points, "verdict": v.status,
         "key": v.finding.key if v.finding else "", "case": v.case, "visibility": v.visibility,

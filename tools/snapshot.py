@@ -21,7 +21,7 @@ LANGS = ("en", "es", "ko")
 
 
 def _entries(nb, chapter_id: str) -> dict:
-    from grader import judge
+    from grader import disk_cache, judge
     from grader.probe_kernel import run_in_process
     from grader.registry import chapter
     from grader.report import as_dict
@@ -33,7 +33,8 @@ def _entries(nb, chapter_id: str) -> dict:
     namespace, cells = run_cells(nb)
     facts = run_in_process(ch, namespace)
     result = Result("<snapshot>", ch.id)
-    result.verdicts = [notebook_verdict(cells)] + [judge.judge_item(ch, item, facts[item.name]) for item in ch.items]
+    result.verdicts = [notebook_verdict(cells)] + [
+        judge.judge_item(ch, item, facts[item.name], disk_cache) for item in ch.items]
     out = {}
     for lang in LANGS:
         entry = as_dict(result, lang)

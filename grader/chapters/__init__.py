@@ -2,5 +2,6 @@
 
 ``<name>.py`` runs in the grader's process (cases, references, judges);
 ``<name>_probe.py`` is sent as source into the student's kernel and only
-gathers facts.
+gathers facts.  A module without ``CHAPTER`` holds what several chapters share
+(``tied_matrix``: chapters 01 and 02).
 """

@@ -62,14 +62,19 @@ ALIAS_LABELS = {(True, True): "frameworks.case_worked_alias", (False, True): "fr
                 (False, False): "frameworks.case_hidden_no_alias"}
 
 
-def _cases(item: str, shapes=SHAPES, alias=None) -> list[Case]:
-    """One case per shape; ``alias`` says, per case, whether the state_dict keeps lm_head.weight.
+def _cases(item: str, shapes=SHAPES, alias=None, gradient=False) -> list[Case]:
+    """One case per shape; ``alias`` says, per case, whether the state_dict keeps lm_head.weight;
+    ``gradient``: the first case has a cotangent C (T, V) for the tie's gradient (one case
+    shows a cut path; each costs a backward pass in the kernel).
     The last, the largest, is "after_due_date": on Gradescope what fails there waits."""
     rng = hidden_rng(f"{CHAPTER_ID}/{item}")
     found = []
     for n, (v, d, t) in enumerate(shapes):
         drawn = dict(weights(rng, v, d), token_ids=token_ids(rng, t, v))  # drawn even when unused: the
         args = worked_example() if n == 0 else drawn                       # hidden cases stay the same
+        if gradient:  # a generator of its own: the hidden cases stay the same
+            args["cotangent"] = None if n else hidden_rng(f"{CHAPTER_ID}/{item}/cotangent").normal(
+                0.0, 1.0, (len(args["token_ids"]), len(args["embedding"]))).astype(np.float32)
         label = "case.worked_example" if n == 0 else "case.hidden"
         if alias is not None:
             args["alias"] = alias[n]
@@ -90,8 +95,13 @@ def _names(names) -> str:
 
 
 def _not_float32(dtypes: dict) -> Finding | None:
-    wrong = [f"{name} {kind}" for name, kind in dtypes.items() if kind not in ("float32", "torch.float32")]
-    return Finding("frameworks.float64", {"message": _names(wrong)}) if wrong else None
+    """float64 named as such (frameworks.float64); another dtype (bfloat16) as the dtype it is."""
+    wrong = {name: kind for name, kind in dtypes.items() if kind not in ("float32", "torch.float32")}
+    if any(kind.endswith("float64") for kind in wrong.values()):
+        return Finding("frameworks.float64", {"message": _names(f"{name} {kind}" for name, kind in wrong.items())})
+    if wrong:
+        return Finding("common.wrong_dtype", {"got": str(next(iter(wrong.values()))), "expected": "float32"})
+    return None
 
 
 def _model_finding(facts: dict, function: str, expected: str, not_a_module: str) -> Finding | None:
@@ -103,27 +113,43 @@ def _model_finding(facts: dict, function: str, expected: str, not_a_module: str)
     return None
 
 
+def _bfloat16(array) -> np.ndarray:
+    """``array`` rounded to bfloat16 (to nearest, ties to even) and back to float32."""
+    bits = np.asarray(array, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def _loaded(held, want: np.ndarray) -> bool:
+    """``held`` is the checkpoint's ``want``: exactly, or as bfloat16 rounds it (that
+    dtype is the structure items' to judge, so that one mistake costs once)."""
+    held = np.asarray(held)
+    if held.shape != want.shape:
+        return False
+    held = held.astype(np.float32)
+    return bool(np.array_equal(held, want) or np.array_equal(held, _bfloat16(want)))
+
+
 def _embedding_finding(case: Case, name: str, held) -> Finding | None:
     """What is wrong with the matrix the model holds as its embedding, if anything."""
     E = case.args["embedding"]
     held = np.asarray(held)
     v, d = E.shape
-    if held.shape == (d, v) and (v != d or np.array_equal(held.astype(np.float32), E.T)):
+    if held.shape == (d, v) and (v != d or _loaded(held, E.T)):
         return Finding("frameworks.embedding_transposed")
     if held.shape != (v, d):
         return Finding("common.wrong_param_shape", {"got": describe_shape(held.shape),
                                                     "expected": describe_shape((v, d))})
-    if not np.array_equal(held.astype(np.float32), E):
+    if not _loaded(held, E):
         return Finding("frameworks.not_loaded", {"name": name})
     return None
 
 
 def _kernel_finding(name: str, held, kernel: np.ndarray, other_layout: np.ndarray) -> Finding | None:
     """The mixer's matrix in the layout of its framework (``kernel``), not the other one."""
-    held = np.asarray(held)
-    if held.shape == kernel.shape and np.array_equal(held.astype(np.float32), kernel):
+    if _loaded(held, kernel):
         return None
-    if held.shape == other_layout.shape and np.array_equal(held.astype(np.float32), other_layout):
+    if _loaded(held, other_layout):
         return Finding("frameworks.kernel_not_transposed")
     return Finding("frameworks.not_loaded", {"name": name})
 
@@ -137,8 +163,7 @@ def _values_finding(case: Case, held: dict, names: tuple[str, str, str], torch_l
     checks = (
         (embed, lambda value: _embedding_finding(case, embed, value)),
         (kernel, lambda value: _kernel_finding(kernel, value, *((W.T, W) if torch_layout else (W, W.T)))),
-        (bias, lambda value: None if np.array_equal(np.asarray(value, np.float32), a["bias"])
-         else Finding("frameworks.not_loaded", {"name": bias})),
+        (bias, lambda value: None if _loaded(value, a["bias"]) else Finding("frameworks.not_loaded", {"name": bias})),
     )
     for name, check in checks:
         if name in held:
@@ -166,10 +191,59 @@ def _logits_finding(case: Case, facts: dict, ref) -> Finding | None:
     return finding
 
 
+# The tie's gradient.  E is used twice, by the lookup and by the projection, so its
+# gradient is the sum of the two paths.  The structure probes send, raw, the gradient
+# that sum(logits * C) leaves in the converted model's embedding (C a fixed random
+# cotangent); both paths are computed here, exactly, in float64, from the values the
+# model holds (whether they are the checkpoint's is the value items' to judge, so that
+# one mistake costs once).
+GRAD_RTOL, GRAD_ATOL = 1e-4, 1e-4  # of the largest |entry| of the reference gradient
+TIE_GRADIENT_KEYS = ("frameworks.tie_projection_missing", "frameworks.tie_lookup_missing",
+                     "frameworks.tie_no_gradient", "frameworks.tie_gradient_wrong")
+
+
+def tie_paths(case: Case, E, W, b) -> tuple[np.ndarray, np.ndarray]:
+    """The lookup's path and the projection's, of sum(logits * C) into E, for a model
+    holding E (V, d), the mixer's W (in, out) and b."""
+    E, W, b = (np.asarray(a, np.float64) for a in (E, W, b))
+    C, ids = np.asarray(case.args["cotangent"], np.float64), np.asarray(case.args["token_ids"], int)
+    x = E[ids]
+    t = np.tanh(x @ W + b)
+    g = C @ E  # d/dh of h @ E.T, with h = x + tanh(x @ W + b)
+    lookup = np.zeros_like(E)
+    np.add.at(lookup, ids, g + (g * (1.0 - t * t)) @ W.T)
+    return lookup, C.T @ (x + t)
+
+
+def tie_gradient_finding(case: Case, facts: dict, held: tuple) -> Finding | None:
+    """The embedding's gradient against the sum of its two paths, for the values the
+    model holds (``held``: E, W (in, out), b); the path that is missing, when one is.
+    A model whose forward pass fails is left to the value items."""
+    if facts.get("forward_failed") or case.args["cotangent"] is None:
+        return None
+    if facts.get("grad_error"):
+        kind, _, message = str(facts["grad_error"]).partition(": ")
+        return Finding("common.exception", {"type": kind, "message": message})
+    if facts.get("grad") is None:
+        return Finding("frameworks.tie_no_gradient")
+    try:
+        lookup, projection = tie_paths(case, *held)
+    except (ValueError, IndexError):  # held values the class's computation cannot use: the value items judge them
+        return None
+    atol = GRAD_ATOL * max(1.0, float(np.max(np.abs(lookup + projection))))
+    if close(facts["grad"], lookup + projection, GRAD_RTOL, atol):
+        return None
+    if close(facts["grad"], lookup, GRAD_RTOL, atol):
+        return Finding("frameworks.tie_projection_missing")
+    if close(facts["grad"], projection, GRAD_RTOL, atol):
+        return Finding("frameworks.tie_lookup_missing")
+    return Finding("frameworks.tie_gradient_wrong")
+
+
 # ---------------------------------------------------------------- linen_to_torch(variables) -> a tied TorchTiedLM
 
 def torch_structure_cases() -> list[Case]:
-    return _cases("linen_to_torch.tied", STRUCTURE_SHAPES)
+    return _cases("linen_to_torch.tied", STRUCTURE_SHAPES, gradient=True)
 
 
 TORCH_KEYS = ("embed.weight", "mixer.weight", "mixer.bias", "lm_head.weight")
@@ -190,7 +264,9 @@ def judge_torch_structure(case: Case, facts: dict, _ref) -> Finding | None:
         return Finding("frameworks.torch_head_stale")
     if sorted(facts["state_keys"]) != sorted(TORCH_KEYS):
         return Finding("frameworks.torch_keys", {"got": _names(facts["state_keys"])})
-    return _not_float32(facts["dtypes"])
+    held = facts["params"]
+    return _not_float32(facts["dtypes"]) or tie_gradient_finding(
+        case, facts, (held["embed.weight"], np.asarray(held["mixer.weight"]).T, held["mixer.bias"]))
 
 
 LINEN_TO_TORCH_TIED = Item(
@@ -207,7 +283,10 @@ LINEN_TO_TORCH_TIED = Item(
                 "identities and data pointers, compared here (torch_alias, torch_copy, torch_head_stale)",
                 keys=("frameworks.torch_alias", "frameworks.torch_copy", "frameworks.torch_head_stale")),
         Promise("every parameter float32", "dtypes of named_parameters(remove_duplicate=False) (float64)",
-                keys=("frameworks.float64",)),
+                keys=("frameworks.float64", "common.wrong_dtype")),
+        Promise("the tie carries the gradient: embed.weight's is the lookup's path plus the projection's",
+                "the raw gradient of sum(logits * C) in embed.weight (worked example) against both paths, exact",
+                keys=TIE_GRADIENT_KEYS),
     ),
 )
 
@@ -256,7 +335,7 @@ LINEN_TO_TORCH = Item(
 def nnx_structure_cases() -> list[Case]:
     # With the alias, as model.state_dict() gives it: whether the converter copes with a
     # file without it is torch_to_nnx's to judge, so that one mistake costs once.
-    return _cases("torch_to_nnx.params", STRUCTURE_SHAPES, alias=(True, True))
+    return _cases("torch_to_nnx.params", STRUCTURE_SHAPES, alias=(True, True), gradient=True)
 
 
 NNX_PATHS = ("embed/embedding", "mixer/kernel", "mixer/bias")
@@ -273,7 +352,12 @@ def judge_nnx_structure(case: Case, facts: dict, _ref) -> Finding | None:
     extra = [p for p in paths if p not in NNX_PATHS]
     if extra:
         return Finding("frameworks.nnx_extra_param", {"names": _names(extra)})
-    return _not_float32(dict(zip(paths, facts["dtypes"])))
+    finding = _not_float32(dict(zip(paths, facts["dtypes"])))
+    # A module left abstract has no gradient: torch_to_nnx judges it (nnx_unfilled_params).
+    if finding or facts["abstract"]:
+        return finding
+    held = dict(zip(paths, facts["values"]))
+    return tie_gradient_finding(case, facts, tuple(held[p] for p in NNX_PATHS))
 
 
 TORCH_TO_NNX_PARAMS = Item(
@@ -287,7 +371,10 @@ TORCH_TO_NNX_PARAMS = Item(
         Promise("exactly three nnx.Params: embed/embedding, mixer/kernel, mixer/bias",
                 "Param paths sent raw (nnx_paths, nnx_extra_param)",
                 keys=("frameworks.nnx_paths", "frameworks.nnx_extra_param")),
-        Promise("float32 arrays", "Param dtypes (float64)", keys=("frameworks.float64",)),
+        Promise("float32 arrays", "Param dtypes (float64)", keys=("frameworks.float64", "common.wrong_dtype")),
+        Promise("tied as NNXTiedLM ties (embed.attend): the embedding's gradient is the lookup's path plus the "
+                "projection's", "the raw gradient of sum(logits * C) (nnx.grad, worked example) in embed/embedding "
+                "against both paths, exact", keys=TIE_GRADIENT_KEYS),
     ),
 )
 
@@ -308,7 +395,10 @@ def judge_nnx_values(case: Case, facts: dict, ref) -> Finding | None:
     if facts["abstract"]:
         return Finding("frameworks.nnx_unfilled_params", {"names": _names(facts["abstract"])})
     held = dict(zip(facts["paths"], facts["values"]))
-    return _values_finding(case, held, NNX_PATHS, torch_layout=False) or _logits_finding(case, facts, ref)
+    finding = _values_finding(case, held, NNX_PATHS, torch_layout=False) or _logits_finding(case, facts, ref)
+    if finding is not None and finding.key == "common.wrong_values" and "bfloat16" in facts["dtypes"]:
+        return Finding("common.wrong_dtype", {"got": "bfloat16", "expected": "float32"})  # logits it rounded
+    return finding
 
 
 TORCH_TO_NNX = Item(

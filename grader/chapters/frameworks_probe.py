@@ -61,13 +61,38 @@ def _torch_facts(ns, model):
             "state_keys": [str(k) for k in model.state_dict()]}
 
 
-def torch_structure(ns, embedding, kernel, bias, token_ids):
-    """How the returned torch model holds its matrix: identities, pointers, names, dtypes."""
+def _torch_gradient(model, ids, cotangent):
+    """The raw gradient that ``sum(logits * cotangent)`` leaves in ``embed.weight`` (None
+    when none reaches it), or the error its backward pass raised."""
+    import torch
+
+    model.zero_grad(set_to_none=True)
+    try:
+        logits = model(ids)
+    except Exception:  # the value item runs it again and judges the error
+        return {"grad": None, "forward_failed": True}
+    if tuple(getattr(logits, "shape", ())) != np.shape(cotangent):  # the value item judges the shape
+        return {"grad": None, "forward_failed": True}
+    try:
+        (logits * torch.as_tensor(np.asarray(cotangent, np.float32))).sum().backward()
+    except Exception as exc:  # a model autograd cannot follow is a fact, judged in the grader
+        return {"grad": None, "grad_error": error_text(exc)}
+    grad = model.embed.weight.grad
+    return {"grad": None if grad is None else to_numpy(grad), "grad_error": ""}
+
+
+def torch_structure(ns, embedding, kernel, bias, token_ids, cotangent):
+    """How the returned torch model holds its matrix: identities, pointers, names, dtypes,
+    and the gradient its embedding gets through both uses."""
+    import torch
+
     model = _linen_to_torch(ns, embedding, kernel, bias)
     facts = _torch_facts(ns, model)
     if facts["is_module"]:
         e, w = model.embed.weight, model.lm_head.weight
         facts.update(ids=[id(e), id(w)], ptrs=[e.data_ptr(), w.data_ptr()])
+        if cotangent is not None:
+            facts.update(_torch_gradient(model, torch.as_tensor(np.asarray(token_ids), dtype=torch.long), cotangent))
     return facts
 
 
@@ -108,9 +133,36 @@ def _nnx_facts(ns, model):
     return facts
 
 
-def nnx_structure(ns, embedding, kernel, bias, token_ids, alias):
-    """The returned NNX module's class and Params (paths, dtypes)."""
-    return _nnx_facts(ns, _torch_to_nnx(ns, embedding, kernel, bias, alias))
+def _nnx_gradient(model, ids, cotangent):
+    """The raw gradient that ``sum(logits * cotangent)`` gives ``embed.embedding``, or the
+    error ``nnx.grad`` raised."""
+    import jax.numpy as jnp
+    from flax import nnx
+
+    try:
+        logits = model(ids)
+    except Exception:  # the value item runs it again and judges the error
+        return {"grad": None, "forward_failed": True}
+    if tuple(getattr(logits, "shape", ())) != np.shape(cotangent):  # the value item judges the shape
+        return {"grad": None, "forward_failed": True}
+    try:
+        grads = nnx.grad(lambda m: jnp.sum(m(ids) * jnp.asarray(cotangent, jnp.float32)))(model)
+        grad = grads["embed"]["embedding"]
+        return {"grad": np.asarray(grad.get_value() if hasattr(grad, "get_value") else grad), "grad_error": ""}
+    except Exception as exc:  # a model nnx.grad cannot follow is a fact, judged in the grader
+        return {"grad": None, "grad_error": error_text(exc)}
+
+
+def nnx_structure(ns, embedding, kernel, bias, token_ids, alias, cotangent):
+    """The returned NNX module's class and Params (paths, dtypes), and the gradient its
+    embedding gets through both uses."""
+    import jax.numpy as jnp
+
+    model = _torch_to_nnx(ns, embedding, kernel, bias, alias)
+    facts = _nnx_facts(ns, model)
+    if facts["is_module"] and not facts["abstract"] and cotangent is not None:
+        facts.update(_nnx_gradient(model, jnp.asarray(token_ids, jnp.int32), cotangent))
+    return facts
 
 
 def nnx_values(ns, embedding, kernel, bias, token_ids, alias):

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import source_checks
 from ..cases import hidden_rng, softmax
-from ..judge import close, compare_arrays, describe_shape, matches_reference
+from ..judge import CONTAINERS, close, compare_arrays, describe_shape, matches_reference
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 LN_EPS = 1e-5
@@ -62,15 +62,19 @@ def framework_finding(code: dict) -> Finding | None:
     return None
 
 
-def numpy_only(judge, unwrap: bool = True):
+def numpy_only(judge, unwrap: bool = True, one_array: bool = False):
     """The item's judge, after the check that its code is plain NumPy; ``unwrap``: the
-    judge gets the function's result, not the whole fact."""
+    judge gets the function's result, not the whole fact; ``one_array``: the exercise
+    asks for one array (or number), so a tuple, list or dict is common.not_one_array,
+    judged from the result's raw type."""
     def checked(case, value, ref):
         if not isinstance(value, dict) or "code" not in value or ("out" not in value and unwrap):
             return Finding("common.not_judged", {"reason": "the probe's record has no result"})
         finding = framework_finding(value.get("code") or {})
         if finding is not None:
             return finding
+        if one_array and value.get("type") in CONTAINERS:
+            return Finding("common.not_one_array", {"got": value["type"]})
         return judge(case, value["out"] if unwrap else value, ref)
     return checked
 
@@ -164,7 +168,8 @@ CROSS_ENTROPY = Item(
                 "values (rtol 1e-5); symptoms gpt_head.loss_summed, gpt_head.loss_not_averaged",
                 keys=("gpt_head.loss_summed", "gpt_head.loss_not_averaged")),
         Promise("as one number", "the reference is 0-d: a (T,) array is gpt_head.loss_not_averaged, any other "
-                "shape common.wrong_shape", keys=("gpt_head.loss_not_averaged", "common.wrong_shape")),
+                "shape common.wrong_shape; a tuple, list or dict common.not_one_array, from the raw type",
+                keys=("gpt_head.loss_not_averaged", "common.wrong_shape", "common.not_one_array")),
         Promise("finite for logits of magnitude 1e4: never exponentiate a logit as it is",
                 "the notebook's 1e4 calls (public), hidden cases near +1e4, near -1e4 and of spread 1e4; symptoms "
                 "gpt_head.unshifted_softmax, gpt_head.log_of_softmax",
@@ -179,7 +184,7 @@ CROSS_ENTROPY = Item(
         Symptom("gpt_head.unshifted_softmax", _ce_is("unshifted")),
         Symptom("gpt_head.loss_summed", _ce_summed),
         Symptom("gpt_head.loss_not_averaged", _ce_not_averaged),
-    ), rtol=1e-5, atol=1e-7)),
+    ), rtol=1e-5, atol=1e-7), one_array=True),
 )
 
 
@@ -195,11 +200,14 @@ def _matrix(rng, v, d, std=None):
     return rng.normal(0.0, d ** -0.25 if std is None else std, (v, d))
 
 
-def _tokens(rng, t, v) -> np.ndarray:
-    """Random ids with at least one repeat (t > 1) and, when t < v, absent ids."""
+def tokens_with_repeat(rng, t, v) -> np.ndarray:
+    """Random ids whose last repeats the first (when t > 1), and, when t < v, with absent
+    ids: every hidden case built with it has a repeated id, on which
+    ``gpt_head.overwritten_rows`` shows; a symptom that needs ids all distinct needs
+    cases of its own."""
     ids = rng.integers(0, v, t)
     if t > 1:
-        ids[-1] = ids[0]
+        ids[-1] = ids[0]  # the repeat, made on purpose
     return ids.astype(np.int64)
 
 
@@ -211,7 +219,7 @@ def forward_cases() -> list[Case]:
     rng = hidden_rng("04_gpt_head/tied_head_forward")
     for t, v, d in ((1, 7, 5), (9, 16, 16), (12, 50, 8), (5, 3, 8), MINI_GPT, (64, 64, 64)):
         std = INIT_STD if v == 50 else None
-        args = [_tokens(rng, t, v), _matrix(rng, v, d, std)]
+        args = [tokens_with_repeat(rng, t, v), _matrix(rng, v, d, std)]
         found.append(Case("case.hidden", {"args": args}, shown={"shape": f"T={t}, V={v}, d={d}"}))
     return found
 
@@ -264,7 +272,8 @@ FORWARD = Item(
         Promise("project with the transpose of the same E", "the worked example has V != d: x @ E raises, and that "
                 "matmul error is gpt_head.projection_shapes, in this item only", keys=("gpt_head.projection_shapes",)),
         Promise("returns logits of shape (T, V), not probabilities", "symptom gpt_head.softmax_in_forward; "
-                "common.wrong_shape", keys=("gpt_head.softmax_in_forward", "common.wrong_shape")),
+                "common.wrong_shape; a tuple, list or dict is common.not_one_array, from the raw type",
+                keys=("gpt_head.softmax_in_forward", "common.wrong_shape", "common.not_one_array")),
         PLAIN_NUMPY,
     ),
     cases=forward_cases, reference=reference_forward,
@@ -272,7 +281,7 @@ FORWARD = Item(
         Symptom("gpt_head.softmax_in_forward", _fwd_softmax_inside),
         Symptom("gpt_head.missing_layernorm", _fwd_no_layernorm),
         Symptom("gpt_head.layernorm_variant", _fwd_layernorm_variant),
-    ), rtol=1e-5, atol=1e-7)),
+    ), rtol=1e-5, atol=1e-7), one_array=True),
     # Shapes that do not line up in a matrix product: here, a projection by E, not E.T.
     errors=(ErrorPattern("gpt_head.projection_shapes", r"ValueError", r"mismatch in its core dimension"),),
 )
@@ -291,7 +300,7 @@ def grad_cases() -> list[Case]:
         np.asarray(GRAD_PUBLIC["tokens"]), np.asarray(GRAD_PUBLIC["targets"]), e]}, True, {"shape": "T=3, V=5, d=3"})]
     rng = hidden_rng("04_gpt_head/tied_embedding_grad")
     for t, v, d in ((1, 6, 4), (10, 12, 12), (20, 9, 5), (6, 40, 8), (7, 3, 8), MINI_GPT):
-        args = [_tokens(rng, t, v), rng.integers(0, v, t).astype(np.int64), _matrix(rng, v, d)]
+        args = [tokens_with_repeat(rng, t, v), rng.integers(0, v, t).astype(np.int64), _matrix(rng, v, d)]
         found.append(Case("case.hidden", {"args": args}, shown={"shape": f"T={t}, V={v}, d={d}"}))
     return found
 

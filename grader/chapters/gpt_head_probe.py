@@ -10,8 +10,9 @@ from grader.probe_runtime import call, code_facts, lookup
 
 
 def numpy_call(ns, fn, args):
-    """``fn(*args)``, and the code that ran."""
-    return {"out": call(ns, fn, args), "code": code_facts(ns, fn)}
+    """``fn(*args)``, the name of its type (a tuple of arrays travels as a list), and the code that ran."""
+    out = call(ns, fn, args)
+    return {"out": out, "type": type(out).__name__, "code": code_facts(ns, fn)}
 
 
 def sample_draws(ns, logits, temperature, seed, n, repeat):

@@ -4,7 +4,7 @@ from functools import cache
 import numpy as np
 
 from grader.probe_jax import mean_cross_entropy, path_name
-from grader.probe_runtime import call, lookup, raw_values, standing_in
+from grader.probe_runtime import lookup, raw_values, standing_in, typed_call
 
 INIT_STD = 0.02  # the embedding's initialiser: nn.initializers.normal(stddev=0.02)
 
@@ -29,10 +29,10 @@ def reference_tiedio():
 
 
 def call_alone(ns, fn, args):
-    """``call`` with the reference ``TiedIO`` in place of the notebook's: ``tied_io_embed``
+    """``typed_call`` with the reference ``TiedIO`` in place of the notebook's: ``tied_io_embed``
     is judged on its own code, and a mistake in ``TiedIO`` is ``TiedIO``'s items' to report."""
     with standing_in(ns, {"TiedIO": reference_tiedio()}):
-        return call(ns, fn, args)
+        return typed_call(ns, fn, args)
 
 
 def _param_tree(variables):
@@ -44,6 +44,35 @@ def _param_tree(variables):
         "shapes": [list(np.shape(leaf)) for _, leaf in leaves],
         "values": [raw_values(leaf) for _, leaf in leaves],  # the grader takes their statistics
     }
+
+
+def _logits_and_gradient(apply, matrix, targets, shape):
+    """``apply(matrix)``, the logits, and the raw gradient of their mean cross-entropy with
+    respect to ``matrix`` (None when the logits are not ``shape``: the loss is not defined
+    on them, and the judge reads the logits first).
+
+    One pass of the student's forward gives both (``jax.vjp``, the logits as its aux),
+    not one for the logits and another inside ``jax.grad``: the Linen machinery of each
+    pass is most of a gradient item's time.  Where that pass fails, the forward runs
+    alone, as it did first before: its own error, or logits of the wrong shape, is the
+    fact; else the gradient's error is."""
+    import jax
+    import jax.numpy as jnp
+
+    def loss_and_logits(m):
+        logits = apply(m)
+        defined = tuple(getattr(logits, "shape", ())) == shape
+        return (mean_cross_entropy(logits, targets) if defined else 0.0), logits
+
+    try:
+        loss, pull_back, logits = jax.vjp(loss_and_logits, matrix, has_aux=True)
+    except Exception:
+        logits = apply(matrix)
+        if tuple(getattr(logits, "shape", ())) == shape:
+            raise
+    if tuple(getattr(logits, "shape", ())) != shape:
+        return {"logits": logits, "grad": None}
+    return {"logits": logits, "grad": pull_back(jnp.ones_like(loss))[0]}
 
 
 def tiedio_structure(ns, vocab_size, d_model, seed):
@@ -68,16 +97,12 @@ def tiedio_gradient(ns, vocab_size, d_model, token_ids, targets, embedding):
     """The logits of ``TiedIO`` on a matrix chosen by the grader, and the raw gradient of
     their mean cross-entropy with respect to that one matrix (None when the logits are
     not (T, V): the loss is not defined on them, and the judge reads the logits first)."""
-    import jax
     import jax.numpy as jnp
 
     module = lookup(ns, "TiedIO")(vocab_size=vocab_size, d_model=d_model)
     ids, matrix = jnp.asarray(token_ids, jnp.int32), jnp.asarray(embedding)
-    logits = module.apply({"params": {"embedding": matrix}}, ids)
-    if tuple(getattr(logits, "shape", ())) != (len(token_ids), vocab_size):
-        return {"logits": logits, "grad": None}
-    loss = lambda m: mean_cross_entropy(module.apply({"params": {"embedding": m}}, ids), targets)
-    return {"logits": logits, "grad": jax.grad(loss)(matrix)}
+    return _logits_and_gradient(lambda m: module.apply({"params": {"embedding": m}}, ids), matrix, targets,
+                                (len(token_ids), vocab_size))
 
 
 def shared_structure(ns, vocab_size, d_model, seed):
@@ -104,14 +129,10 @@ def shared_gradient(ns, vocab_size, d_model, token_ids, targets, embedding, kern
     """The logits of ``SharedEmbedLM`` on the grader's parameters, and the raw gradient of
     their mean cross-entropy with respect to the table alone (None when the logits are
     not (T, V))."""
-    import jax
     import jax.numpy as jnp
 
     module = lookup(ns, "SharedEmbedLM")(vocab_size=vocab_size, d_model=d_model)
     ids, table = jnp.asarray(token_ids, jnp.int32), jnp.asarray(embedding)
     mixer = {"kernel": jnp.asarray(kernel), "bias": jnp.asarray(bias)}
     apply = lambda e: module.apply({"params": {"embed": {"embedding": e}, "mixer": mixer}}, ids)
-    logits = apply(table)
-    if tuple(getattr(logits, "shape", ())) != (len(token_ids), vocab_size):
-        return {"logits": logits, "grad": None}
-    return {"logits": logits, "grad": jax.grad(lambda e: mean_cross_entropy(apply(e), targets))(table)}
+    return _logits_and_gradient(apply, table, targets, (len(token_ids), vocab_size))

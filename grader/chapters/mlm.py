@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import source_checks
 from ..cases import hidden_rng, softmax
-from ..judge import close, compare_arrays, matches_reference
+from ..judge import as_numbers, close, compare_arrays, matches_reference
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 EPS = 1e-5
@@ -257,9 +257,10 @@ def cost_finding(item: str, case: Case, value: dict, loops_over_blocks: bool) ->
     return None
 
 
-def checked(item: str, judge_values, loops_over_blocks: bool = False):
+def checked(item: str, judge_values, loops_over_blocks: bool = False, judge_gradient=None):
     """The judge of an item: first what the code may not do (a forbidden built-in; on
-    the cost case, a cost that grows), then the result's type (one tensor), then its values."""
+    the cost case, a cost that grows), then the result's type (one tensor), then its
+    values (on the gradient case, the shared table's gradient, ``judge_gradient``)."""
     def judge(case, value, ref):
         if not isinstance(value, dict) or "out" not in value:
             return Finding("common.not_judged", {"reason": "the probe's record has no result"})
@@ -268,11 +269,14 @@ def checked(item: str, judge_values, loops_over_blocks: bool = False):
             return finding or cost_finding(item, case, value, loops_over_blocks)
         if value.get("type") not in TENSOR_TYPES:
             return Finding("mlm.not_a_tensor", {"type": str(value.get("type"))})
+        if case.label == GRADIENT and judge_gradient is not None:
+            return judge_gradient(case, value, ref)
         return judge_values(case, value["out"], ref)
     return judge
 
 
-def exercise(name: str, points: int, promises, cases, reference, judge_values, cost, loops_over_blocks=False) -> Item:
+def exercise(name: str, points: int, promises, cases, reference, judge_values, cost, loops_over_blocks=False,
+             judge_gradient=None, errors=()) -> Item:
     """An item of this chapter: the probe of the same name calls the student's function
     in the kernel, and the judge checks its code before its values.  The cost case
     (``cost()``) comes right after the worked examples."""
@@ -283,7 +287,7 @@ def exercise(name: str, points: int, promises, cases, reference, judge_values, c
 
     return Item(name=name, points=points, probe=name, promises=promises, cases=drawn,
                 reference=lambda case: None if case.label == COST else reference(case),
-                judge=checked(name, judge_values, loops_over_blocks))
+                judge=checked(name, judge_values, loops_over_blocks, judge_gradient), errors=errors)
 
 
 # ---------------------------------------------------------------- layer_norm(x, eps=1e-5)
@@ -548,7 +552,8 @@ SMALL_EMBEDDINGS = (2, 6, 24, 16, 2, 2, "some")
 
 
 def forward_ref(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads, post_ln=False,
-                unbiased=False, eps_outside=False, ln_eps=EPS, exact=False, gathered=True, **attention):
+                unbiased=False, eps_outside=False, ln_eps=EPS, exact=False, gathered=True, head=None, **attention):
+    """The forward pass in float64; ``head``: the head's matrix, w_emb (the tie) by default."""
     emb = np.asarray(w_emb, np.float64)
     x = emb[np.asarray(input_ids, int)] + np.asarray(pos_embed, np.float64)
     ln = lambda u: layer_norm_ref(u, ln_eps, unbiased=unbiased, eps_outside=eps_outside)
@@ -561,7 +566,7 @@ def forward_ref(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num
         else:
             x = x + attend(ln(x))
             x = x + ffn(ln(x))
-    logits = x @ emb.T
+    logits = x @ (emb if head is None else np.asarray(head, np.float64)).T
     return logits[np.asarray(mask_indicator) > 0.5] if gathered else logits
 
 
@@ -634,6 +639,64 @@ def _forward_eps(case, value):
     return None if got is None else Finding("mlm.forward_eps", {"got": f"{got:g}"})
 
 
+# The tie's gradient.  w_emb is used twice, by the lookup and by the head, so its
+# gradient is the sum of the two paths; a head on w_emb.detach() (or a lookup in it)
+# still gives the right logits, and only the gradient shows it.  The gradient case
+# sends, raw, the gradient that sum(logits * C) leaves in w_emb (C a fixed random
+# cotangent).  The grader knows the head's path exactly, C.T @ x (x, the final hidden
+# states of the masked rows, is the forward pass with the identity for the head), and
+# the lookup's along fixed random directions, by central differences of the forward
+# pass with the head held still: the student's gradient along each direction must be
+# the sum of the two.
+GRADIENT = "mlm.case_gradient"
+GRADIENT_SHAPE = (2, 5, 12, 8, 2, 1, "some")
+GRADIENT_STEP, GRADIENT_DIRECTIONS, GRADIENT_RTOL = 1e-5, 3, 1e-3
+
+
+def gradient_case() -> Case:
+    rng = hidden_rng("05_mlm/mlm_forward_tied/gradient")
+    args = _forward_args(rng, GRADIENT_SHAPE)
+    masked = int(np.sum(args["mask_indicator"] > 0.5))
+    args["cotangent"] = _normal(rng, (masked, GRADIENT_SHAPE[2]), 1.0)
+    return Case(GRADIENT, args, shown={"shape": _forward_shape(args)})
+
+
+def forward_reference(case: Case):
+    """The logits; on the gradient case also the two paths of the tie along each direction."""
+    args = {k: v for k, v in case.args.items() if k != "cotangent"}
+    if case.label != GRADIENT:
+        return forward_ref(**args)
+    cot, emb = np.asarray(case.args["cotangent"], np.float64), np.asarray(args["w_emb"], np.float64)
+    directions = np.random.default_rng(0).normal(0.0, 1.0, (GRADIENT_DIRECTIONS, *emb.shape))
+    loss = lambda table: float(np.sum(cot * forward_ref(**{**args, "w_emb": table}, head=emb)))
+    lookup = [(loss(emb + GRADIENT_STEP * u) - loss(emb - GRADIENT_STEP * u)) / (2 * GRADIENT_STEP) for u in directions]
+    head = cot.T @ forward_ref(**args, head=np.eye(emb.shape[1]))
+    return {"logits": forward_ref(**args), "directions": directions, "lookup": np.array(lookup),
+            "head": np.einsum("vd,kvd->k", head, directions)}
+
+
+def judge_tie_gradient(case: Case, value: dict, ref: dict) -> Finding | None:
+    """The logits, then the gradient in w_emb: the sum of both paths, or the path that is missing."""
+    finding = compare_arrays(value["out"], ref["logits"], **_scaled(ref["logits"], **FORWARD_TOL))
+    if finding is not None:
+        return finding
+    grad = as_numbers(value.get("grad"))
+    if grad is None:
+        return Finding("mlm.tie_no_gradient")
+    if grad.shape != ref["directions"].shape[1:]:
+        return Finding("common.malformed_record")
+    got = np.einsum("vd,kvd->k", grad.astype(np.float64), ref["directions"])
+    total = ref["lookup"] + ref["head"]
+    along = lambda want: bool(np.allclose(got, want, rtol=GRADIENT_RTOL, atol=GRADIENT_RTOL * np.max(np.abs(total))))
+    if along(total):
+        return None
+    if along(ref["lookup"]):
+        return Finding("mlm.tie_head_detached")
+    if along(ref["head"]):
+        return Finding("mlm.tie_lookup_detached")
+    return Finding("mlm.tie_gradient_wrong")
+
+
 FORWARD_ITEM = exercise(
     "mlm_forward_tied", 3,
     promises=(
@@ -652,6 +715,11 @@ FORWARD_ITEM = exercise(
                 "multi_head_attention in place of the student's"),
         Promise("tied head x @ w_emb.T, no other matrix, no final LayerNorm", "symptom mlm.separate_head",
                 keys=("mlm.separate_head",)),
+        Promise("both uses of w_emb carry its gradient: the sum of the lookup's path and the head's",
+                "gradient case mlm.case_gradient: the raw gradient of sum(logits * C) in w_emb, along three random "
+                "directions, against the head's path (exact) plus the lookup's (central differences)",
+                keys=("mlm.tie_head_detached", "mlm.tie_lookup_detached", "mlm.tie_no_gradient",
+                      "mlm.tie_gradient_wrong")),
         Promise("return logits_all[mask_indicator > 0.5], (M, V), batch-then-position order",
                 "masks some, none (M = 0) and all; symptom mlm.not_gathered", keys=("mlm.not_gathered",)),
         Promise("returns a tensor", "mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
@@ -661,7 +729,7 @@ FORWARD_ITEM = exercise(
                 keys=("mlm.python_loop_forward",)),
         Promise("forbidden built-ins", "as in the helpers: raise, source check, dispatched operations"),
     ),
-    cases=forward_cases, reference=lambda case: forward_ref(**case.args), cost=forward_cost,
+    cases=lambda: forward_cases() + [gradient_case()], reference=forward_reference, cost=forward_cost,
     judge_values=values_judge((
         Symptom("mlm.separate_head", _separate_head),
         Symptom("mlm.not_gathered", _is(forward_ref, FORWARD_TOL, gathered=False)),
@@ -671,7 +739,9 @@ FORWARD_ITEM = exercise(
         Symptom("mlm.exact_gelu", _is(forward_ref, FORWARD_TOL, exact=True)),
         *attention_symptoms(forward_ref, FORWARD_TOL),
     ), FORWARD_TOL, _forward_eps),
-    loops_over_blocks=True,
+    loops_over_blocks=True, judge_gradient=judge_tie_gradient,
+    # A conversion to NumPy of w_emb, which requires grad on the gradient case.
+    errors=(ErrorPattern("mlm.tie_no_gradient", r"RuntimeError", r"requires grad"),),
 )
 
 

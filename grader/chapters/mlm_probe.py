@@ -77,10 +77,11 @@ def _recorder():
 
 
 @single_threaded
-def _guarded_call(ns, name, args, kwargs=None, helpers=None):
+def _guarded_call(ns, name, args, kwargs=None, helpers=None, then=None):
     """``ns[name](*args, **kwargs)`` with the forbidden built-ins raising and, when
     given, ``helpers`` standing in for the notebook's names of the same while; the
-    result as NumPy, its type, the operations it dispatched and the code it ran."""
+    result as NumPy, its type, the operations it dispatched and the code it ran, and
+    what ``then(result)`` adds (run after the call, its operations not counted)."""
     fn = lookup(ns, name)  # a NameError before anything is patched
     code = code_facts(ns, name, skip=ITEMS)
     targets = _forbidden_targets()
@@ -102,6 +103,7 @@ def _guarded_call(ns, name, args, kwargs=None, helpers=None):
             space[key] = helper
         with recorder:
             result = fn(*args, **(kwargs or {}))
+        extra = then(result) if then else {}
     finally:
         for owner, attr, original in saved:
             setattr(owner, attr, original)
@@ -111,7 +113,7 @@ def _guarded_call(ns, name, args, kwargs=None, helpers=None):
             else:
                 space[key] = value
     return {"out": _numpy(result), "type": type(result).__name__, "ops": sorted(recorder.ops),
-            "count": recorder.count, "code": code}
+            "count": recorder.count, "code": code, **extra}
 
 
 def _numpy(value):
@@ -192,9 +194,25 @@ def multi_head_attention(ns, x, w_q, w_k, w_v, w_o, num_heads):
     return _guarded_call(ns, "multi_head_attention", tensors + [int(num_heads)])
 
 
+def _table_gradient(table, cotangent):
+    """After the call: the raw gradient that ``sum(logits * cotangent)`` leaves in the
+    shared table (None when nothing reaches it), or why there is none."""
+    def backward(result):
+        try:
+            (result * _tensor(cotangent)).sum().backward()
+        except (RuntimeError, TypeError, ValueError) as error:
+            return {"grad": None, "grad_error": f"{type(error).__name__}: {error}"}
+        return {"grad": None if table.grad is None else table.grad.detach().numpy().copy()}
+
+    return backward
+
+
 @_costed
-def mlm_forward_tied(ns, input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads):
+def mlm_forward_tied(ns, input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads, cotangent=None):
     tensors = [_tensor(a) for a in (input_ids, mask_indicator, w_emb, pos_embed, blocks_weights)]
     helpers = {"layer_norm": reference_layer_norm, "gelu_tanh": reference_gelu_tanh,
                "multi_head_attention": reference_multi_head_attention}
-    return _guarded_call(ns, "mlm_forward_tied", tensors + [int(num_heads)], helpers=helpers)
+    then = None
+    if cotangent is not None:  # the gradient case: the table's raw gradient, both uses together
+        then = _table_gradient(tensors[2].requires_grad_(), cotangent)
+    return _guarded_call(ns, "mlm_forward_tied", tensors + [int(num_heads)], helpers=helpers, then=then)

@@ -12,9 +12,10 @@ from functools import cache, partial
 import numpy as np
 
 from ..cases import extremes, hidden_rng
-from ..judge import close, matches_reference
+from ..judge import close, matches_reference, one_array
 from ..registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
-from .linen import (
+from .nnx_probe import reference_tiedembed
+from .tied_matrix import (
     GRAD_SHAPES,
     GRAD_TOL,
     PUBLIC,
@@ -36,7 +37,6 @@ from .linen import (
     tied_logits,
     unblocked_promise,
 )
-from .nnx_probe import reference_tiedembed
 
 KEYS = dict(
     transposed="nnx.product_transposed", missing_transpose="nnx.missing_transpose",
@@ -312,14 +312,15 @@ TIED_IO_EMBED = Item(
         Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied",
                 keys=("common.untied",)),
         Promise("return the logits flattened to shape (T·V,) with .reshape(-1)", "common.not_flattened when the "
-                "(T, V) array is right", keys=("common.not_flattened",)),
+                "(T, V) array is right; a tuple, list or dict is common.not_one_array, judged from the raw type "
+                "(probe call_alone)", keys=("common.not_flattened", "common.not_one_array")),
         Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
                 "(common.wrong_dtype)", keys=("common.wrong_dtype",)),
         Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases as for __call__"),
     ),
     cases=partial(embed_cases, "02_nnx/tied_io_embed"),
     reference=lambda case: reference_embed(embed_sizes(case)[0], ids_of(case), *embed_sizes(case)[1:]),
-    judge=judge_embed,
+    judge=one_array(judge_embed),
 )
 
 
@@ -377,21 +378,6 @@ def _grad_slot_zero(slot: int):
     return test
 
 
-CONTAINERS = ("tuple", "list", "dict")
-
-
-def judge_stacked(judge_values):
-    """A tuple, list or dict where one stacked array is asked is nnx.grad_not_stacked,
-    judged from the raw type the probe sends (``typed_call``); else ``judge_values``."""
-    def judge(case: Case, value, ref) -> Finding | None:
-        if not isinstance(value, dict) or set(value) != {"type", "out"}:
-            return Finding("common.malformed_record")
-        if value["type"] in CONTAINERS:
-            return Finding("nnx.grad_not_stacked", {"got": value["type"]})
-        return judge_values(case, value["out"], ref)
-    return judge
-
-
 TIED_GRAD_PATHS = Item(
     name="tied_grad_paths", points=3, probe="typed_call",
     promises=(
@@ -414,7 +400,7 @@ TIED_GRAD_PATHS = Item(
                 "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
     ),
     cases=grad_cases, reference=_paths,
-    judge=judge_stacked(matches_reference((
+    judge=one_array(matches_reference((
         Symptom("nnx.grad_not_stacked", _grad_not_stacked),
         Symptom("nnx.grad_swapped", _grad_swapped),
         Symptom("nnx.grad_total", _grad_total),
@@ -422,7 +408,7 @@ TIED_GRAD_PATHS = Item(
         Symptom("nnx.grad_set_not_add", _grad_set_not_add),
         Symptom("nnx.grad_lookup_zero", _grad_slot_zero(0)),
         Symptom("nnx.grad_head_zero", _grad_slot_zero(1)),
-    ), **GRAD_TOL)),
+    ), **GRAD_TOL), key="nnx.grad_not_stacked"),
 )
 
 

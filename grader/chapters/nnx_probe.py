@@ -6,7 +6,7 @@ from functools import cache
 import numpy as np
 
 from grader.probe_jax import mean_cross_entropy, path_name
-from grader.probe_runtime import call, clip, lookup, raw_values, standing_in
+from grader.probe_runtime import clip, lookup, raw_values, standing_in, typed_call
 
 # Warnings that announce an API on its way out; the judge decides which matter.
 _DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
@@ -32,10 +32,10 @@ def reference_tiedembed():
 
 
 def call_alone(ns, fn, args):
-    """``call`` with the reference ``TiedEmbed`` in place of the notebook's: ``tied_io_embed``
+    """``typed_call`` with the reference ``TiedEmbed`` in place of the notebook's: ``tied_io_embed``
     is judged on its own code, and a mistake in ``TiedEmbed`` is ``TiedEmbed``'s items' to report."""
     with standing_in(ns, {"TiedEmbed": reference_tiedembed()}):
-        return call(ns, fn, args)
+        return typed_call(ns, fn, args)
 
 
 def _build(ns, vocab_size, d_model, seed):
@@ -151,10 +151,3 @@ def tiedembed_warnings(ns, vocab_size, d_model, token_ids):
         for w in caught
         if w.category.__name__ in _DEPRECATIONS
     ]
-
-
-def typed_call(ns, fn, args):
-    """``call``, with the name of the result's own type: a tuple of arrays is sent as
-    a list like any other, and only its type says it was not one stacked array."""
-    result = call(ns, fn, args)
-    return {"type": type(result).__name__, "out": result}

@@ -377,7 +377,9 @@ TINYLM_FORWARD = Item(
     errors=(TRANSPOSED_HEAD,),
     promises=(
         Promise("forward(input_ids): int64 ids (B, T) to float32 logits (B, T, V)",
-                "judge_forward: a tensor, dtype torch.float32, shape (B, T, V)"),
+                "judge_forward: a tensor, dtype torch.float32, shape (B, T, V); a parameter or buffer that is not "
+                "float32 is common.dtype_slip, with the line of __init__ that made it (pytorch_probe)",
+                keys=("common.dtype_slip",)),
         Promise("sequences of 1 to 64 tokens, d_model a multiple of 4 from 4",
                 "cases with T = 1, T = 64 and d = 4 among seven shapes (index_out_of_range)",
                 keys=("pytorch.index_out_of_range",)),
@@ -514,17 +516,18 @@ def logits_gradients(case: Case) -> dict:
 
 
 def judge_logits(case: Case, facts: dict, ref) -> Finding | None:
-    """The values (with the known mistakes named), the dtype, then the gradients that a
+    """The dtype (a bfloat16 or float64 slip is named as such, not as the values it
+    rounds), the values (with the known mistakes named), then the gradients that a
     backward pass leaves on h, E and b: the result must stay on the autograd graph."""
     if not facts["is_tensor"]:
         return Finding("pytorch.not_a_tensor", {"type": facts["type"]})
     if facts["logits"] is None:  # a complex tensor
         return Finding("common.not_an_array", {"type": facts["dtype"]})
+    if facts["dtype"] != "torch.float32":
+        return Finding("common.wrong_dtype", {"got": facts["dtype"], "expected": "torch.float32"})
     finding = LOGIT_VALUES(case, facts["logits"], ref)
     if finding is not None:
         return finding
-    if facts["dtype"] != "torch.float32":
-        return Finding("common.wrong_dtype", {"got": facts["dtype"], "expected": "torch.float32"})
     expected = logits_gradients(case)
     if not facts["requires_grad"]:
         return Finding("pytorch.logits_detached", {"names": ", ".join(expected)})
@@ -578,6 +581,9 @@ CHAPTER = Chapter(
     title="PyTorch and Hugging Face",
     probe_module="grader.chapters.pytorch_probe",
     errors=(BROADCAST,
+            # The model's own tensor of another dtype, with the line that made it (pytorch_probe).
+            ErrorPattern("common.dtype_slip", r"DtypeSlipError",
+                         r"^(?P<name>\S+) is torch\.(?P<got>\w+), made by: (?P<line>.*)$"),
             ErrorPattern("pytorch.module_names", r"AttributeError", r"has no attribute '(embed|blocks|ln_f|lm_head)'"),
             ErrorPattern("pytorch.index_out_of_range", r"IndexError", r"index out of range in self")),
     items=(TIE_WEIGHTS, TIE_WEIGHTS_REFUSED, TINYLM_TIED, TINYLM_FORWARD, TINYLM_GRAD, TIED_LOGITS),

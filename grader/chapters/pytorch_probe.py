@@ -118,6 +118,39 @@ def tie_weights_refused(ns, embedding, head):
     return facts
 
 
+class DtypeSlipError(TypeError):
+    """A floating parameter or buffer of the student's model that is not float32: its
+    name, its dtype and the line of ``__init__`` that made it (for the grader's pattern)."""
+
+
+# What a line that makes a tensor of another dtype says.
+DTYPE_WORDS = ("float64", "double", "bfloat16", "float16", "half", "dtype")
+
+
+def _creating_line(model, name):
+    """The line of the model's ``__init__`` that made ``name``: the first that names a
+    dtype, else the one that assigns its top-level attribute; "" when there is no source."""
+    import inspect
+
+    try:
+        lines = [line.strip() for line in inspect.getsource(type(model).__init__).splitlines()]
+    except (OSError, TypeError):
+        return ""
+    top = name.split(".")[0]
+    code = [line for line in lines if line and not line.startswith("#")]
+    return next((line for line in code if any(word in line for word in DTYPE_WORDS)),
+                next((line for line in code if line.startswith(f"self.{top} ") or line.startswith(f"self.{top}=")), ""))
+
+
+def _float32_only(model):
+    """Raise ``DtypeSlipError`` for the first floating tensor of the model that is not
+    float32: every item it reaches names it, not the line of a given class where two
+    dtypes meet."""
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if tensor.is_floating_point() and str(tensor.dtype) != "torch.float32":
+            raise DtypeSlipError(f"{name} is {tensor.dtype}, made by: {clip(_creating_line(model, name))}")
+
+
 def reference_tie_weights(embedding, lm_head):
     """The exercise's ``tie_weights``, as the solution writes it."""
     if lm_head.weight.shape != embedding.weight.shape:
@@ -128,8 +161,9 @@ def reference_tie_weights(embedding, lm_head):
 
 def _tinylm(ns, vocab_size, d_model, n_layers, seed):
     """The student's model as the exercise's signature allows: ``n_layers`` by keyword,
-    or left to its default when the case gives None.  A ``TinyLM`` that ties with the
-    notebook's ``tie_weights`` gets the reference one: a mistake there is that item's."""
+    or left to its default when the case gives None; float32 throughout.  A ``TinyLM``
+    that ties with the notebook's ``tie_weights`` gets the reference one: a mistake
+    there is that item's."""
     import torch
 
     torch.manual_seed(int(seed))
@@ -137,6 +171,7 @@ def _tinylm(ns, vocab_size, d_model, n_layers, seed):
     with standing_in(ns, {"tie_weights": reference_tie_weights}):
         model = lookup(ns, "TinyLM")(int(vocab_size), int(d_model), **layers)
     model.eval()  # no dropout: every probe below must be deterministic
+    _float32_only(model)
     return model
 
 

@@ -154,6 +154,41 @@ return Converted(state_dict)
         "torch_to_nnx": nnx_fill().replace('"bias": array("mixer.bias")', '"bias": jnp.zeros_like(array("mixer.bias"))'),
     }, {"linen_to_torch.tied": "frameworks.torch_keys", "linen_to_torch": "pass",
         "torch_to_nnx.params": "pass", "torch_to_nnx": "frameworks.not_loaded"}),
+    # The tie kept by name but not in the gradient: a frozen torch embedding; an NNX
+    # subclass whose head projects with a stopped copy of the matrix.
+    Pitfall(CH, "frozen_embedding_and_stopped_head", {
+        "linen_to_torch": RIGHT_TORCH + "model.embed.weight.requires_grad_(False)\nreturn model",
+        "torch_to_nnx": nnx_fill().replace("NNXTiedLM(", "StoppedHead(").replace("def array", '''class StoppedHead(NNXTiedLM):
+    def __call__(self, token_ids):
+        x = self.embed(token_ids)
+        return (x + jnp.tanh(self.mixer(x))) @ jax.lax.stop_gradient(self.embed.embedding[...]).T
+
+def array''', 1),
+    }, {"linen_to_torch.tied": "frameworks.tie_no_gradient", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "frameworks.tie_projection_missing", "torch_to_nnx": "pass"}),
+    Pitfall(CH, "detached_head_subclass_and_stopped_lookup", {
+        "linen_to_torch": READ.replace("model = TorchTiedLM", '''class DetachedHead(TorchTiedLM):
+    def forward(self, ids):
+        x = self.embed(ids)
+        return (x + torch.tanh(self.mixer(x))) @ self.embed.weight.detach().T
+
+model = DetachedHead''') + NO_GRAD + COPY_EMBED + COPY_MIXER + "return model",
+        "torch_to_nnx": nnx_fill().replace("NNXTiedLM(", "StoppedLookup(").replace("def array", '''class StoppedLookup(NNXTiedLM):
+    def __call__(self, token_ids):
+        x = jax.lax.stop_gradient(self.embed(token_ids))
+        return self.embed.attend(x + jnp.tanh(self.mixer(x)))
+
+def array''', 1),
+    }, {"linen_to_torch.tied": "frameworks.tie_projection_missing", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "frameworks.tie_lookup_missing", "torch_to_nnx": "pass"}),
+    # bfloat16 is named as the dtype it is on every item it reaches, never as float64 or
+    # as values that do not match (the values it holds are the checkpoint's, rounded).
+    Pitfall(CH, "bfloat16_models", {
+        "linen_to_torch": RIGHT_TORCH.replace("TorchTiedLM(*embedding.shape)", "TorchTiedLM(*embedding.shape).bfloat16()")
+        + "return model",
+        "torch_to_nnx": nnx_fill(tail="model.embed.embedding = nnx.Param(model.embed.embedding[...].astype(jnp.bfloat16))\n"),
+    }, {"linen_to_torch.tied": "common.wrong_dtype", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "common.wrong_dtype", "torch_to_nnx": "common.wrong_dtype"}),
     # torch_to_nnx alone wrong, linen_to_torch right: an attribute that replaces a submodule,
     # a matrix one row short, and a look at a model whose mixer was never filled.
     Pitfall(CH, "embed_replaced_by_param", {
@@ -165,4 +200,21 @@ return Converted(state_dict)
         "torch_to_nnx": nnx_fill(tail="model(jnp.array([0]))  # a look at it\n").replace(
             "nnx.replace_by_pure_dict(state, values)", 'nnx.replace_by_pure_dict(state, {"embed": values["embed"]})'),
     }, dict.fromkeys(NNX_ITEMS, "frameworks.nnx_unfilled")),
+    # The same logits, with the projection's path of the gradient turned around.
+    Pitfall(CH, "projection_path_negated", {
+        "linen_to_torch": READ.replace("model = TorchTiedLM", '''class Negated(TorchTiedLM):
+    def forward(self, ids):
+        x = self.embed(ids)
+        return (x + torch.tanh(self.mixer(x))) @ (2 * self.embed.weight.detach() - self.embed.weight).T
+
+model = Negated''') + NO_GRAD + COPY_EMBED + COPY_MIXER + "return model",
+        "torch_to_nnx": nnx_fill().replace("NNXTiedLM(", "Negated(").replace("def array", '''class Negated(NNXTiedLM):
+    def __call__(self, token_ids):
+        x = self.embed(token_ids)
+        E = self.embed.embedding[...]
+        return (x + jnp.tanh(self.mixer(x))) @ (2 * jax.lax.stop_gradient(E) - E).T
+
+def array''', 1),
+    }, {"linen_to_torch.tied": "frameworks.tie_gradient_wrong", "linen_to_torch": "pass",
+        "torch_to_nnx.params": "frameworks.tie_gradient_wrong", "torch_to_nnx": "pass"}),
 ]

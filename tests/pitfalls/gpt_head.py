@@ -190,6 +190,16 @@ PITFALLS += [
     # A shape error in the gradients is not the forward's missing transpose.
     Pitfall(CH, "grad_head_shapes+projection_operands_swapped", {"tied_head_forward": FWD_OPERANDS_SWAPPED, "tied_embedding_grad": GRAD_HEAD_NOT_TRANSPOSED},
             {"tied_embedding_grad": "gpt_head.grad_shapes", "tied_head_forward": "gpt_head.projection_shapes"}),
+    # One array (or number) is asked: a container fails from its raw type, even holding
+    # the right values (a list of the rows stacks to the right (T, V) array).
+    Pitfall(CH, "loss_in_a_tuple+logits_as_a_list_of_rows", {
+        "cross_entropy_from_logits": CE_PER_TOKEN.replace("return lse - z[np.arange(len(targets)), targets]",
+                                                          "return (float(np.mean(lse - z[np.arange(len(targets)), targets])),)"),
+        "tied_head_forward": f"""
+x = E[tokens]
+{LN}
+return [row @ E.T for row in x]
+"""}, {"cross_entropy_from_logits": "common.not_one_array", "tied_head_forward": "common.not_one_array"}),
     Pitfall(CH, "logits_one_column_short", {"tied_head_forward": '''
 E = np.asarray(E, dtype=np.float64)
 x = E[np.asarray(tokens, dtype=int)]

@@ -162,6 +162,13 @@ return self.embed.attend(self.mixer(jax.lax.stop_gradient(self.embed(token_ids))
 embedding = self.param("embedding", {LINEN_INIT}, jnp.bfloat16)
 return embedding[token_ids] @ embedding.T
 '''}, {"TiedIO.params": "common.wrong_dtype", "tied_io_embed": "pass"}),
+    # One array is asked: the flattened logits inside a tuple fail from the raw type.
+    Pitfall("01_linen", "logits_in_a_tuple", {"tied_io_embed": '''
+ids = jnp.asarray(token_ids, jnp.int32)
+module = TiedIO(vocab_size=int(vocab_size), d_model=int(d_model))
+variables = module.init(jax.random.PRNGKey(int(seed)), ids)
+return (module.apply(variables, ids).reshape(-1),)
+'''}, {"tied_io_embed": "common.not_one_array"}),
     # A column short: the shape is named before any symptom is looked for.
     Pitfall("01_linen", "logits_one_column_short", module("return (embedding[token_ids] @ embedding.T)[:, 1:]\n"),
             {"TiedIO.__call__": "common.wrong_shape"}),

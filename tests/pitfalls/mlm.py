@@ -121,6 +121,13 @@ return attn(x, x, x, need_weights=False)[0]
         before="head = torch.nn.Linear(w_emb.shape[1], w_emb.shape[0], bias=False)\n",
         head="head(x)")}, {"mlm_forward_tied": "mlm.separate_head"}),
     Pitfall(CH, "not_gathered", {"mlm_forward_tied": forward(out="logits_all")}, {"mlm_forward_tied": "mlm.not_gathered"}),
+    # ---- the tie's gradient: right logits, one path of w_emb's gradient cut
+    Pitfall(CH, "head_detached", {"mlm_forward_tied": forward(head="x @ w_emb.detach().T")},
+            {"mlm_forward_tied": "mlm.tie_head_detached"}),
+    Pitfall(CH, "lookup_by_data", {"mlm_forward_tied": forward(before="table = w_emb.data\n").replace(
+        "w_emb[input_ids]", "table[input_ids]")}, {"mlm_forward_tied": "mlm.tie_lookup_detached"}),
+    Pitfall(CH, "tie_through_numpy", {"mlm_forward_tied": forward(head="x @ torch.from_numpy(w_emb.numpy()).T")},
+            {"mlm_forward_tied": "mlm.tie_no_gradient"}),
 
     # ---- eps: name the eps used, not "eps added to the standard deviation"
     Pitfall(CH, "bert_eps_default", {"layer_norm": LN_WITH_EPS.format(default="1e-12", eps="eps")},
@@ -207,4 +214,7 @@ flat, keep, rows = (x @ w_emb.T).flatten(0, 1), (mask_indicator > 0.5).flatten()
 exec("for i in range(len(keep)):\\n    if keep[i]:\\n        rows.append(flat[i])", {"flat": flat, "keep": keep, "rows": rows})
 return torch.stack(rows) if rows else flat[:0]
 '''}, {"mlm_forward_tied": "mlm.cost_grows"}),
+    # The same logits, with the head's path of the gradient turned around.
+    Pitfall(CH, "head_path_negated", {"mlm_forward_tied": forward(head="x @ (2 * w_emb.detach() - w_emb).T")},
+            {"mlm_forward_tied": "mlm.tie_gradient_wrong"}),
 ]

@@ -205,7 +205,7 @@ return matrix[token_ids] @ matrix.T
 draw = jax.random.normal(rngs.params(), (vocab_size, d_model))
 self.weight = nnx.Param(draw / jnp.sqrt(d_model))
 '''}, {"TiedEmbed.params": "nnx.param_name", "TiedEmbed.__call__": "nnx.no_embedding",
-        "tied_io_embed": "nnx.no_embedding"}),
+        "tied_io_embed": "pass"}),
     # Another deprecated way to read the array than .value: named with its own warning.
     Pitfall("02_nnx", "raw_value", {"TiedEmbed.__call__": '''
 matrix = self.embedding.raw_value
@@ -223,4 +223,9 @@ ids = jnp.asarray(token_ids, jnp.int32)
 table = TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(int(seed))).embedding[...]
 return (table[ids] @ (-jnp.abs(table) * table).T).reshape(-1)
 '''}, {"tied_io_embed": "common.untied", "TiedEmbed.__call__": "pass"}),
+    # One array is asked: the flattened logits in a list fail from the raw type.
+    Pitfall("02_nnx", "logits_in_a_list", {"tied_io_embed": '''
+ids = jnp.asarray(token_ids, jnp.int32)
+return [TiedEmbed(int(vocab_size), int(d_model), rngs=nnx.Rngs(int(seed)))(ids).reshape(-1)]
+'''}, {"tied_io_embed": "common.not_one_array", "TiedEmbed.__call__": "pass"}),
 ]

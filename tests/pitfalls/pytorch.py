@@ -160,6 +160,13 @@ PITFALLS = [
     # A bias added as a column fails to broadcast: named as such, not as a missing transpose.
     Pitfall(CH, "bias_as_a_column", {"tied_logits": "out = h @ E.T\nreturn out if b is None else out + b.view(-1, 1)"},
             {"tied_logits": "pytorch.broadcast", "TinyLM.grad": "pass"}),
+    # A dtype slip is a dtype finding on every item it reaches, pointed at the line that
+    # made the tensor (not at the given Block's line where two dtypes meet).
+    Pitfall(CH, "float64_position_table_and_bfloat16_logits", {
+        "TinyLM.__init__": MODULES.replace("nn.Embedding(MAX_LEN, d_model)", "nn.Embedding(MAX_LEN, d_model, dtype=torch.float64)")
+        + HEAD + "self.lm_head.weight = self.embed.weight",
+        "tied_logits": "logits = h.bfloat16() @ E.bfloat16().T\nreturn logits if b is None else logits + b",
+    }, {**dict.fromkeys(TINY, "common.dtype_slip"), "tied_logits": "common.wrong_dtype", "tie_weights": "pass"}),
     # Values right and E still on the graph, but the product's gradient never reaches it.
     Pitfall("03_pytorch", "matrix_detached_kept_on_graph", {"tied_logits": '''
 logits = h @ E.detach().T + 0 * E.sum()

@@ -1,0 +1,264 @@
+"""What chapters 01 (Linen) and 02 (NNX) share: the tied matrix of ``TiedIO`` and
+``tied_io_embed``, whichever library builds it.
+
+The sizes and the cases of its exercises, the references (the tied logits, the two
+paths of its gradient), and the judges and symptoms that name what a wrong lookup or
+projection did.  Each chapter's module declares its own items with these and its own
+message keys (``keys``); neither chapter module imports the other.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..cases import float_args, hidden_rng, sample_std, self_logits_negative
+from ..judge import as_numbers, close, compare_arrays
+from ..registry import Case, Finding, Promise
+
+# The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
+MAX_TOKENS, MAX_VOCAB, MAX_D = 64, 512, 256
+# Shapes (T, V, D) of the hidden cases: a single token, a square matrix (where a
+# missing transpose still runs), the most tokens over a vocabulary smaller than D (every
+# id repeats), some ids repeated and some absent, and the largest sizes the text allows.
+HIDDEN_SHAPES = ((1, 7, 5), (6, 16, 16), (MAX_TOKENS, 9, 12), (33, 50, 8), (MAX_TOKENS, MAX_VOCAB, MAX_D))
+# Fewer for the gradients, which compile once per shape: a single token, every id
+# repeated, and the largest sizes.
+GRAD_SHAPES = ((1, 7, 5), (MAX_TOKENS, 9, 12), (MAX_TOKENS, MAX_VOCAB, MAX_D))
+PUBLIC = dict(seed=0, token_ids=[0, 2], vocab_size=4, d_model=3)  # the notebook's worked example
+FORWARD_TOL = dict(rtol=1e-4, atol=1e-5)
+GRAD_TOL = dict(rtol=1e-4, atol=1e-6)
+
+
+def shape_shown(**sizes) -> dict:
+    """The ``shown`` of a case: its sizes, as the student would write them."""
+    return {"shape": ", ".join(f"{k}={v}" for k, v in sizes.items())}
+
+
+def edge_ids(rng: np.random.Generator, length: int, vocab_size: int) -> list[int]:
+    """Random ids that include the last and the first row of the matrix (from two
+    tokens on): an off-by-one lookup shows at either end."""
+    ids = [int(i) for i in rng.integers(0, vocab_size, size=length)]
+    if length >= 2:
+        ids[0], ids[-1] = vocab_size - 1, 0
+    return ids
+
+
+def random_matrix(rng: np.random.Generator, v: int, d: int) -> np.ndarray:
+    # Entries of std D^(-1/4) make every logit O(1), so float32 rounding stays far
+    # inside the tolerance whatever the order of the sums.
+    return rng.normal(0.0, d ** -0.25, (v, d)).astype(np.float32)
+
+
+def ids_of(case: Case) -> np.ndarray:
+    args = case.args
+    ids = args["args"][1] if "args" in args else args["token_ids"]
+    return np.asarray(ids).astype(int)
+
+
+def init_std_finding(values, n: int, expected: float, shown) -> Finding | None:
+    """``common.init_std`` when the std of a drawn matrix of ``n`` entries is off.
+
+    The sample std of n normal draws has a relative spread of about 1/sqrt(2n); allow
+    ten of those, and only where n makes that a meaningful bound."""
+    std = sample_std(values)
+    if n >= 10_000 and not abs(std - expected) <= 10 * expected / np.sqrt(2 * n):  # NaN fails too
+        return Finding("common.init_std", {"got": f"{std:.4g}", "expected": shown})
+    return None
+
+
+# -------------------------------------------------------------- the tied matrix: its logits, its gradient, its symptoms
+
+def tied_logits(embedding, token_ids) -> np.ndarray:
+    """``E[ids] @ E.T`` in float64: the reference adds no rounding of its own."""
+    emb = np.asarray(embedding, np.float64)
+    return emb[np.asarray(token_ids, int)] @ emb.T
+
+
+def gradient_paths(embedding, token_ids, targets, kernel=None, bias=None) -> np.ndarray:
+    """The two paths of the gradient of the mean cross-entropy of ``X @ E.T`` with
+    ``X = E[ids]`` (or ``E[ids] @ W + b``, the mixer, when ``kernel`` is given), in float64.
+
+    Row 0 is what flows back through the lookup, row 1 what flows back through the
+    projection; their sum is the gradient of the one matrix.  Written out rather than
+    differentiated, so that it costs no compilation: with ``G = (softmax(Z) -
+    onehot(targets)) / T`` the gradient of the logits ``Z = X @ H.T``, the projection
+    ``H`` receives ``G.T @ X`` and each looked-up row ``E[ids[t]]`` receives
+    ``(G @ H @ W.T)[t]`` (``W`` the identity without a mixer), added into row
+    ``ids[t]`` once per occurrence.
+    """
+    emb = np.asarray(embedding, np.float64)
+    ids, targets = np.asarray(token_ids, int), np.asarray(targets, int)
+    x = emb[ids]
+    if kernel is not None:
+        w = np.asarray(kernel, np.float64)
+        x = x @ w + np.asarray(bias, np.float64)
+    z = x @ emb.T
+    g = np.exp(z - z.max(axis=1, keepdims=True))
+    g /= g.sum(axis=1, keepdims=True)
+    g[np.arange(len(ids)), targets] -= 1.0
+    g /= len(ids)
+    back = g @ emb if kernel is None else g @ emb @ w.T
+    lookup = np.zeros_like(emb)
+    np.add.at(lookup, ids, back)
+    return np.stack([lookup, g.T @ x])
+
+
+def gradient_reference(case: Case) -> dict:
+    args = case.args
+    return {"logits": tied_logits(args["embedding"], args["token_ids"]),
+            "paths": gradient_paths(args["embedding"], args["token_ids"], args["targets"])}
+
+
+def looked_up_rows(embedding, value, tol: dict = FORWARD_TOL) -> np.ndarray | None:
+    """For each row of ``value``, the token whose row of ``E @ E.T`` it is, or None
+    when some row is none of them (then the projection itself is wrong)."""
+    emb = np.asarray(embedding, np.float64)
+    gram = emb @ emb.T
+    arr = as_numbers(value)
+    if arr is None or arr.ndim != 2 or arr.shape[1] != len(gram):
+        return None
+    arr = arr.astype(np.float64)
+    # |a - g_j|^2 = |a|^2 - 2 a.g_j + |g_j|^2: the nearest row without a (T, V, V) array.
+    nearest = np.argmin(-2 * arr @ gram.T + np.sum(gram ** 2, axis=1), axis=1)
+    return nearest if close(arr, gram[nearest], **tol) else None
+
+
+def logits_symptom(keys: dict, embedding, token_ids, value, ref, tol: dict = FORWARD_TOL) -> Finding | None:
+    """What a wrong ``(T, V)`` result of the tied logits ``ref`` shows, given the matrix
+    and the ids it was computed from; ``keys`` gives each symptom its chapter's message
+    key.  ``value`` may be flattened: it is read in the layout its size allows."""
+    emb = np.asarray(embedding, np.float64)
+    ids = np.asarray(token_ids, int)
+    arr = as_numbers(value)
+    if arr is None:
+        return None
+    t, v = ref.shape
+    if arr.size == ref.size and close(np.reshape(arr, (v, t)).T, ref, **tol):
+        return Finding(keys["transposed"])
+    if arr.size == ref.size and v == emb.shape[1] and close(np.reshape(arr, (t, v)), emb[ids] @ emb, **tol):
+        return Finding(keys["missing_transpose"])
+    if arr.size == v * v and t != v and close(np.reshape(arr, (v, v)), emb @ emb.T, **tol):
+        return Finding(keys["no_lookup"])
+    if arr.size != ref.size:
+        return None
+    table = np.reshape(arr, (t, v)).astype(np.float64)
+    rows = looked_up_rows(emb, table, tol)
+    if rows is not None and np.any(rows != ids):
+        return Finding(keys["wrong_rows"], {"count": int(np.sum(rows != ids)), "total": t})
+    factor = float(np.sum(table * ref) / max(np.sum(ref * ref), 1e-300))
+    # All zeros fit a factor of 0: that is no rescaling, only a wrong result.
+    if abs(factor - 1) > 1e-3 and abs(factor) > 1e-3 and close(table, factor * ref, **tol):
+        return Finding(keys["scaled"], {"factor": f"{factor:.4g}"})
+    return None
+
+
+def judge_logits(keys: dict, matrix, flat: bool, tol: dict = FORWARD_TOL, dtype: str = ""):
+    """Judge of an item whose value is the tied logits of ``matrix(case)`` and the
+    case's ids (flattened when ``flat``), within ``tol``: on a mismatch, the symptom
+    that names the mistake, else the generic finding."""
+
+    def judge(case: Case, value, ref) -> Finding | None:
+        finding = compare_arrays(value, ref, **tol, dtype=dtype)
+        if finding is None or finding.key in ("common.not_an_array", "common.wrong_dtype"):
+            return finding
+        embedding, ids = matrix(case), ids_of(case)
+        if flat and close(np.ravel(value), ref, **tol):
+            return Finding("common.not_flattened")
+        symptom = logits_symptom(keys, embedding, ids, value, np.reshape(ref, (len(ids), -1)), tol)
+        if symptom is not None:
+            return Finding(symptom.key, {**finding.params, **symptom.params})
+        if np.size(value) == np.size(ref) and self_logits_negative(np.reshape(value, (len(ids), -1)), ids):
+            return Finding("common.untied", finding.params)
+        return finding
+
+    return judge
+
+
+def judge_gradient(keys: dict):
+    """Judge of the gradient of the mean cross-entropy through the student's module,
+    with respect to the one matrix: it must be the sum of both paths.  A path that is
+    missing is named: something on that path stops the gradient."""
+
+    def judge(case: Case, value: dict, ref: dict) -> Finding | None:
+        if not isinstance(value, dict) or "grad" not in value or "logits" not in value:
+            return Finding("common.not_an_array", {"type": type(value).__name__})
+        if compare_arrays(value["logits"], ref["logits"], **FORWARD_TOL) is not None:
+            return Finding(keys["grad_after_forward"])
+        lookup, head = ref["paths"]
+        grad = value["grad"]
+        finding = compare_arrays(grad, lookup + head, **GRAD_TOL)
+        if finding is None or finding.key != "common.wrong_values":
+            return finding
+        if close(grad, np.zeros_like(lookup), **GRAD_TOL):
+            return Finding(keys["grad_blocked"], finding.params)
+        if close(grad, head, **GRAD_TOL):
+            return Finding(keys["grad_lookup_blocked"], finding.params)
+        if close(grad, lookup, **GRAD_TOL):
+            return Finding(keys["grad_head_blocked"], finding.params)
+        return finding
+
+    return judge
+
+
+def unblocked_promise(says: str, keys: dict, numpy_key: str, *more: tuple[str, str]) -> Promise:
+    """The promise that nothing stops a gradient: ``judge_gradient(keys)`` names the path
+    that is missing, ``numpy_key`` a NumPy round trip under the gradient (with the student's
+    line); ``more`` adds (what, key) pairs of the chapter's own."""
+    blocked = (keys["grad_lookup_blocked"], keys["grad_head_blocked"], keys["grad_blocked"])
+    check = " / ".join(blocked) + f" name the missing path; {numpy_key} a NumPy conversion, with the student's line"
+    return Promise(says, check + "".join(f"; {key} {what}" for what, key in more),
+                   keys=(*blocked, numpy_key, *(key for _, key in more)))
+
+
+# ---------------------------------------------------------------- the cases of the exercises both chapters have
+
+def structure_cases() -> list[Case]:
+    return [
+        Case("case.worked_example", {"vocab_size": 4, "d_model": 3, "seed": 0}, True, shape_shown(V=4, D=3)),
+        Case("case.hidden", {"vocab_size": 9, "d_model": 12, "seed": 3}, shown=shape_shown(V=9, D=12)),
+        Case("case.hidden", {"vocab_size": MAX_VOCAB, "d_model": MAX_D, "seed": 7},
+             shown=shape_shown(V=MAX_VOCAB, D=MAX_D)),
+    ]
+
+def forward_cases(item: str, drawn) -> list[Case]:
+    """The worked example's matrix (``drawn(seed, V, D)``, what the module draws) and ids,
+    then matrices the grader draws with the generator named ``item``."""
+    rng = hidden_rng(item)
+    v, d = PUBLIC["vocab_size"], PUBLIC["d_model"]
+    found = [Case("case.worked_example", dict(vocab_size=v, d_model=d, token_ids=PUBLIC["token_ids"],
+                                              embedding=drawn(0, v, d)),
+                  True, shape_shown(T=len(PUBLIC["token_ids"]), V=v, D=d))]
+    for t, v, d in HIDDEN_SHAPES:
+        args = dict(vocab_size=v, d_model=d, token_ids=edge_ids(rng, t, v), embedding=random_matrix(rng, v, d))
+        found.append(Case("case.hidden", args, shown=shape_shown(T=t, V=v, D=d)))
+    return found
+
+
+def ids_promises(probe: str) -> tuple[Promise, ...]:
+    """What a tied module's ``__call__`` is promised as input, here and in chapter 02."""
+    return (
+        Promise("__call__(token_ids) takes int ids of shape (T,)", f"probe {probe} passes int32 ids"),
+        Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
+                "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; "
+                "every case with two or more ids holds id V-1 first and id 0 last"),
+    )
+
+
+def forward_reference(case: Case) -> np.ndarray:
+    return tied_logits(case.args["embedding"], case.args["token_ids"])
+
+def embed_sizes(case: Case) -> tuple[int, int, int]:
+    seed, _, v, d = case.args["args"]
+    return int(seed), int(v), int(d)
+
+
+def embed_cases(item: str) -> list[Case]:
+    """The worked example of ``tied_io_embed`` (every argument a float), then hidden
+    seeds, ids and sizes; ``item`` names the hidden generator."""
+    rng = hidden_rng(item)
+    t, v, d = len(PUBLIC["token_ids"]), PUBLIC["vocab_size"], PUBLIC["d_model"]
+    found = [Case("case.worked_example", {"args": float_args(**PUBLIC)}, True, shape_shown(seed=0, T=t, V=v, D=d))]
+    for t, v, d in HIDDEN_SHAPES:
+        # Seeds from 1 on: a function that ignores its seed (always 0) is wrong on each.
+        args = dict(seed=int(rng.integers(1, 2**31 - 1)), token_ids=edge_ids(rng, t, v), vocab_size=v, d_model=d)
+        found.append(Case("case.hidden", {"args": float_args(**args)}, shown=shape_shown(T=t, V=v, D=d)))
+    return found
