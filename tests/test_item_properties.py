@@ -34,7 +34,7 @@ from grader.kernel.runtime import decode, encode
 from grader.outputs.report import verdict_message
 from grader.registry import ErrorPattern, Symptom, chapter
 from inprocess import solution_facts
-from notebooks import ROOT, solution
+from notebooks import solution
 from pitfalls import PITFALLS
 
 ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]

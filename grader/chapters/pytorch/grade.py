@@ -305,7 +305,7 @@ def judge_structure(case: Case, facts: dict, _ref) -> Finding | None:
 
 
 TINYLM_TIED = Item(
-    name="TinyLM.tied", symbol="TinyLM", points=2, probe="tinylm_structure",
+    name="TinyLM.tied", symbol="TinyLM", points=2, probe="tinylm_structure", stands_on="tie_weights",
     cases=structure_cases, reference=lambda case: None, judge=judge_structure,
     errors=(TRANSPOSED_HEAD,),
     promises=(
@@ -372,7 +372,7 @@ def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
 
 
 TINYLM_FORWARD = Item(
-    name="TinyLM.forward", symbol="TinyLM", points=2, probe="tinylm_forward",
+    name="TinyLM.forward", symbol="TinyLM", points=2, probe="tinylm_forward", stands_on="tie_weights",
     cases=forward_cases, reference=lambda case: None, judge=judge_forward,
     errors=(TRANSPOSED_HEAD,),
     promises=(
@@ -438,7 +438,7 @@ def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
 
 
 TINYLM_GRAD = Item(
-    name="TinyLM.grad", symbol="TinyLM", points=2, probe="tinylm_grad",
+    name="TinyLM.grad", symbol="TinyLM", points=2, probe="tinylm_grad", stands_on="tie_weights",
     cases=grad_cases, reference=lambda case: None, judge=judge_grad,
     errors=(TRANSPOSED_HEAD,),
     promises=(
