@@ -139,8 +139,7 @@ class Chapter:
 
 def is_probe(module: str) -> bool:
     """Is ``module`` (a dotted name or a file's stem) a chapter's kernel side, a probe module?"""
-    last = module.rpartition(".")[2]
-    return last == "probe" or last.endswith("_probe")
+    return module.rpartition(".")[2] == "probe"
 
 
 @cache

@@ -34,7 +34,7 @@ from grader.registry import Finding
 from grader.selfcheck.kernel_runs import INTERRUPTED, UNSEEN, failed_runs
 
 UNDEFINED = re.compile(r"name '([^']+)' is not defined")
-RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (probe_runtime.CELL_FILE)
+RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (grader.kernel.runtime.CELL_FILE)
 TIMED_OUT = "CheckTimedOut"  # the type of what check()'s time limit raises
 # A cell stopped by hand in this kernel, and one whose outcome it cannot see: their findings.
 SEEN_IN_KERNEL = {INTERRUPTED: (TIMEOUT, "common.cell_interrupted"), UNSEEN: (NOT_REACHED, "common.cell_unseen")}
