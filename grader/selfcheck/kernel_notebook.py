@@ -25,19 +25,19 @@ from pathlib import Path
 
 from grader import expected_outputs as eo
 from grader.kernel.runtime import error_fact
-from grader.outcome import NOT_REACHED, NOTEBOOK_ITEM, TIMEOUT, Verdict
+from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
 from grader.pipeline.cells import code_cells, first_line
 from grader.pipeline.cells import named as named_cell
 from grader.pipeline.judge.notebook import notebook_verdict
 from grader.pipeline.submission import BadSubmission, read_bytes
 from grader.registry import Finding
-from grader.selfcheck.kernel_runs import INTERRUPTED, UNSEEN, failed_runs
+from grader.selfcheck.kernel_runs import INTERRUPTED, failed_runs
 
 UNDEFINED = re.compile(r"name '([^']+)' is not defined")
 RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (grader.kernel.runtime.CELL_FILE)
 TIMED_OUT = "CheckTimedOut"  # the type of what check()'s time limit raises
 # A cell stopped by hand in this kernel, and one whose outcome it cannot see: their findings.
-SEEN_IN_KERNEL = {INTERRUPTED: (TIMEOUT, "common.cell_interrupted"), UNSEEN: (NOT_REACHED, "common.cell_unseen")}
+SEEN_IN_KERNEL = {INTERRUPTED: (TIMEOUT, "common.cell_interrupted")}
 
 
 def session_notebook(namespace: dict) -> tuple[Path, dict] | None:

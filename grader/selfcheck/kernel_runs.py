@@ -9,8 +9,11 @@ outcome comes from, best first:
 2. the notebook file as last saved, when a cell's saved execution count is that run's;
 3. the kernel's last error (``sys.last_value``), for the run of the cell it came from.
 
-A run before that last error with none of these is one ``check()`` cannot see: it
-says so (``UNSEEN``) rather than pass it.  Runs after the last error raised nothing.
+A run with none of these raised nothing, as far as ``check()`` can tell: after "Run
+All Cells" that is so (a run that raised stops the others), and the worked examples are
+run again whatever their first run did.  What it misses is a cell other than a worked
+example, run on its own, that raised before the kernel's last error, in the first check
+of a kernel: saving the notebook (Ctrl+S) shows it, and so does every check after the first.
 """
 from __future__ import annotations
 
@@ -23,7 +26,6 @@ from pathlib import Path
 from grader import expected_outputs as eo
 from grader.kernel.runtime import error_fact
 
-UNSEEN = "UnseenRun"  # a cell whose latest run check() cannot see the outcome of
 INTERRUPTED = "KeyboardInterrupt"
 RUNS: dict[int, tuple[str, dict | None]] = {}  # execution count -> its code and error (None: none)
 WATCHED: list = []  # the shells the hook is installed in
@@ -102,14 +104,12 @@ def outcome(count: int, cell: dict, last: tuple[int, dict] | None, saved: bool, 
         return saved_error(cell)
     if last is not None and last[0] == count:
         return last[1]
-    if last is None or count > last[0]:
-        return None
-    return {"type": UNSEEN, "message": "", "line": ""}
+    return None
 
 
 def failed_runs(namespace: dict, cells: list | None, python_source) -> list[dict]:
     """The code cells (numbered from 0, in the worker's records' shape) whose latest run
-    in this kernel raised, or whose outcome cannot be seen; [] outside a kernel."""
+    in this kernel raised, as far as it can be seen; [] outside a kernel."""
     shell = kernel_shell(namespace)
     history = namespace.get("_ih")
     if shell is None or cells is None or not isinstance(history, list):
