@@ -140,6 +140,13 @@ return attn(x, x, x, need_weights=False)[0]
         "from scipy.special import softmax\nweights = torch.from_numpy(softmax(scores.numpy(), axis=-1))")},
             attention("mlm.attention_numpy")),
 
+    # ---- a dtype slip: float64 or bfloat16 where every input is float32, before the values
+    Pitfall(CH, "attention_in_float64", {"multi_head_attention": "x, w_q, w_k, w_v, w_o = (t.double() for t in "
+                                         "(x, w_q, w_k, w_v, w_o))\n" + mha()},
+            {"multi_head_attention": "common.wrong_dtype", "mlm_forward_tied": "pass"}),
+    Pitfall(CH, "logits_in_bfloat16", {"mlm_forward_tied": forward(head="x.bfloat16() @ w_emb.bfloat16().T")},
+            {"mlm_forward_tied": "common.wrong_dtype"}),
+
     # ---- eps: name the eps used, not "eps added to the standard deviation"
     Pitfall(CH, "bert_eps_default", {"layer_norm": LN_WITH_EPS.format(default="1e-12", eps="eps")},
             {"layer_norm": "mlm.eps_value", "mlm_forward_tied": "pass"}),

@@ -149,6 +149,10 @@ FORBIDDEN = (
     ErrorPattern("mlm.forbidden_gelu", r"ForbiddenFunctionError", r"gelu"),
 )
 TENSOR_TYPES = ("Tensor", "Parameter")
+FLOAT32 = "torch.float32"  # every input is float32 (the ids int64), and so is every result
+RETURNS_TENSOR = Promise("returns one float32 tensor", "the probe sends the result's type and raw dtype: "
+                         "mlm.not_a_tensor, then common.wrong_dtype before the values",
+                         keys=("mlm.not_a_tensor", "common.wrong_dtype"))
 WHOLE_TENSORS = Promise("Work on whole tensors: no Python loop over heads or positions.",
                         "cost case mlm.case_cost: the ATen operations one call dispatches, counted in the kernel "
                         "at two sizes of each dimension, may not grow with it (mlm.cost_grows, or "
@@ -262,7 +266,7 @@ def cost_finding(item: str, case: Case, value: dict, loops_over_blocks: bool) ->
 
 def checked(item: str, judge_values, loops_over_blocks: bool = False, judge_gradient=None):
     """The judge of an item: first what the code may not do (a forbidden built-in; on
-    the cost case, a cost that grows), then the result's type (one tensor), then its
+    the cost case, a cost that grows), then the result's type (one float32 tensor), then its
     values (on the gradient case, the shared table's gradient, ``judge_gradient``)."""
     def judge(case, value, ref):
         if not isinstance(value, dict) or "out" not in value:
@@ -272,6 +276,8 @@ def checked(item: str, judge_values, loops_over_blocks: bool = False, judge_grad
             return finding or cost_finding(item, case, value, loops_over_blocks)
         if value.get("type") not in TENSOR_TYPES:
             return Finding("mlm.not_a_tensor", {"type": str(value.get("type"))})
+        if value.get("dtype") != FLOAT32:  # float64 or bfloat16 from float32 inputs: a slip, whatever the values
+            return Finding("common.wrong_dtype", {"got": str(value.get("dtype")), "expected": FLOAT32})
         if case.label in (GRADIENT, ATTENTION_GRADIENT) and judge_gradient is not None:
             return judge_gradient(case, value, ref)
         return judge_values(case, value["out"], ref)
@@ -365,7 +371,7 @@ LAYER_NORM_ITEM = exercise(
                 keys=("mlm.eps_value",)),
         Promise("var is the biased variance (divide by d, not d - 1)", "symptom mlm.unbiased_variance",
                 keys=("mlm.unbiased_variance",)),
-        Promise("returns a tensor", "the probe sends the result's type: mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
+        RETURNS_TENSOR,
         Promise("nn.LayerNorm / F.layer_norm are not allowed", "raise while checked (mlm_probe); source check of "
                 "every spelling (F.layer_norm, torch.layer_norm, torch.ops.aten.native_layer_norm, getattr(..., "
                 "'layer_norm'), a name bound by import ... as) with its line; runtime: aten.native_layer_norm "
@@ -412,7 +418,7 @@ GELU_ITEM = exercise(
         Promise("the tanh form 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))",
                 "values (rtol 1e-5); symptom mlm.exact_gelu", keys=("mlm.exact_gelu",)),
         Promise("finite for large inputs", "hidden case |x| up to 100"),
-        Promise("returns a tensor", "mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
+        RETURNS_TENSOR,
         Promise("F.gelu is not allowed", "raise while checked; source check (F.gelu, torch._C._nn.gelu, "
                 "torch.ops.aten.gelu, getattr(torch.ops.aten, 'gelu'), from torch.nn.functional import gelu as g) "
                 "with its line; runtime: aten.gelu dispatched", keys=("mlm.forbidden_gelu",)),
@@ -582,13 +588,13 @@ ATTENTION_ITEM = exercise(
         Promise("no mask: every position sees every other one", "symptom mlm.causal_mask", keys=("mlm.causal_mask",)),
         Promise("heads back together in the same order, then @ w_o", "mlm.head_split covers every wrong merge",
                 keys=("mlm.head_split",)),
-        Promise("returns a tensor", "mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
+        RETURNS_TENSOR,
         Promise("nn.MultiheadAttention, F.scaled_dot_product_attention not allowed", "raise while checked; source "
                 "check of the names with their line; runtime: aten._native_multi_head_attention, "
                 "aten._scaled_dot_product_*", keys=("mlm.forbidden_attention",)),
         Promise("the gradient reaches x and every weight (the attention trains as part of a model)",
-                "gradient case mlm.case_attention_gradient: the raw gradients of sum(out * C) in x, w_q, w_k, w_v, w_o, along "
-                "three random directions each, against central differences of the reference; .numpy() on a "
+                "gradient case mlm.case_attention_gradient: the raw gradients of sum(out * C) in x, w_q, w_k, "
+                "w_v, w_o, along three random directions each, against central differences of the reference; .numpy() on a "
                 "tensor that requires grad", keys=("mlm.attention_gradient_cut", "mlm.attention_numpy")),
         WHOLE_TENSORS,
     ),
@@ -788,7 +794,7 @@ FORWARD_ITEM = exercise(
                       "mlm.tie_gradient_wrong")),
         Promise("return logits_all[mask_indicator > 0.5], (M, V), batch-then-position order",
                 "masks some, none (M = 0) and all; symptom mlm.not_gathered", keys=("mlm.not_gathered",)),
-        Promise("returns a tensor", "mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
+        RETURNS_TENSOR,
         Promise("no Python loop over heads or positions (the loop over the blocks is the one allowed)",
                 "cost case: the dispatched operations may not grow with heads, T, N or the masked positions M "
                 "(the blocks stay one); mlm.python_loop_forward names a loop not over blocks_weights",

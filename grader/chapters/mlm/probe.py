@@ -80,7 +80,7 @@ def _recorder():
 def _guarded_call(ns, name, args, kwargs=None, helpers=None, then=None):
     """``ns[name](*args, **kwargs)`` with the forbidden built-ins raising and, when
     given, ``helpers`` standing in for the notebook's names of the same while; the
-    result as NumPy, its type, the operations it dispatched and the code it ran, and
+    result as NumPy, its type and dtype (raw: NumPy has no bfloat16), the operations it dispatched and the code it ran, and
     what ``then(result)`` adds (run after the call, its operations not counted)."""
     fn = lookup(ns, name)  # a NameError before anything is patched
     code = code_facts(ns, name, skip=ITEMS)
@@ -112,7 +112,8 @@ def _guarded_call(ns, name, args, kwargs=None, helpers=None, then=None):
                 space.pop(key, None)
             else:
                 space[key] = value
-    return {"out": _numpy(result), "type": type(result).__name__, "ops": sorted(recorder.ops),
+    return {"out": _numpy(result), "type": type(result).__name__, "dtype": str(getattr(result, "dtype", None)),
+            "ops": sorted(recorder.ops),
             "count": recorder.count, "code": code, **extra}
 
 
