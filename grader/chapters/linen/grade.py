@@ -395,7 +395,7 @@ CHAPTER = Chapter(
     errors=(MISSING_TRANSPOSE, FLOAT_IDS, FLOAT_SIZES, FLOAT_SEED, SUBMODULE,
             ErrorPattern("linen.second_param", r"NameInUseError"),
             ErrorPattern("linen.param_not_found", r"ScopeParamNotFoundError",
-                         r'^(?:.*?named "(?P<name>[^"]+)" in scope "(?P<scope>[^"]*)")?'),
+                         r'^(?:.*?named "(?P<name>[^"]+)" in scope "[^"]*")?'),
             ErrorPattern("linen.param_shape", r"ScopeParamShapeError")),
     items=(TIEDIO_PARAMS, TIEDIO_CALL, TIEDIO_GRADIENT, TIED_IO_EMBED, SHARED_PARAMS, SHARED_CALL, SHARED_GRADIENT),
 )
