@@ -594,8 +594,8 @@ ATTENTION_ITEM = exercise(
                 "aten._scaled_dot_product_*", keys=("mlm.forbidden_attention",)),
         Promise("the gradient reaches x and every weight (the attention trains as part of a model)",
                 "gradient case mlm.case_attention_gradient: the raw gradients of sum(out * C) in x, w_q, w_k, "
-                "w_v, w_o, along three random directions each, against central differences of the reference; .numpy() on a "
-                "tensor that requires grad", keys=("mlm.attention_gradient_cut", "mlm.attention_numpy")),
+                "w_v, w_o, along three random directions each, against central differences of the reference; "
+                ".numpy() on a tensor that requires grad", keys=("mlm.attention_gradient_cut", "mlm.attention_numpy")),
         WHOLE_TENSORS,
     ),
     cases=lambda: mha_cases() + [attention_gradient_case()], reference=attention_reference, cost=mha_cost,

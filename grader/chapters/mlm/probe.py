@@ -80,8 +80,8 @@ def _recorder():
 def _guarded_call(ns, name, args, kwargs=None, helpers=None, then=None):
     """``ns[name](*args, **kwargs)`` with the forbidden built-ins raising and, when
     given, ``helpers`` standing in for the notebook's names of the same while; the
-    result as NumPy, its type and dtype (raw: NumPy has no bfloat16), the operations it dispatched and the code it ran, and
-    what ``then(result)`` adds (run after the call, its operations not counted)."""
+    result as NumPy, its type and dtype (raw: NumPy has no bfloat16), the operations it
+    dispatched and the code it ran, and what ``then(result)`` adds (run after the call, its operations not counted)."""
     fn = lookup(ns, name)  # a NameError before anything is patched
     code = code_facts(ns, name, skip=ITEMS)
     targets = _forbidden_targets()
