@@ -23,16 +23,29 @@ from grader.i18n import LANGUAGES, detect_lang, language_code, render, text, unk
 from grader.registry import Finding  # noqa: E402
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_CLOSED_PIPE = 128 + 13  # as a shell reports a command that SIGPIPE ended
 
 
 def positive(kind):
     def parse(value: str):
-        number = kind(value)
+        try:
+            number = kind(value)
+        except ValueError:  # argparse would say "invalid parse value"
+            raise argparse.ArgumentTypeError(f"invalid number: {value!r}") from None
         if number <= 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {value}")
         return number
 
     return parse
+
+
+def chapter_argument(value: str) -> str:
+    """A chapter's id, or the one line naming the choices."""
+    from grader.registry import chapters
+
+    if value not in chapters():
+        raise argparse.ArgumentTypeError(f"unknown chapter {value}, choose from {', '.join(chapters())}")
+    return value
 
 
 class UsageError(Exception):
@@ -84,7 +97,7 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("notebook", type=Path)
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument("--out", type=Path, help="also write the JSON report to this file")
-    check.add_argument("--chapter", help="fail unless the notebook is of this chapter")
+    check.add_argument("--chapter", type=chapter_argument, help="fail unless the notebook is of this chapter")
     check.add_argument("--keep-log", type=Path, metavar="FILE",
                        help="write the worker's log (pytest's report, errors outside the cells) to FILE")
     limits(check)
@@ -446,6 +459,16 @@ def usage_error(message: str, as_json: bool) -> int:
     return EXIT_USAGE
 
 
+def closed_stdout() -> int:
+    """The reader of stdout went away: stop quietly, and keep Python's last flush at exit
+    from failing on the closed pipe too."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (under a test's capture)
+        pass
+    return EXIT_CLOSED_PIPE
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -473,5 +496,7 @@ def main(argv: list[str] | None = None) -> int:
                 "gradescope": run_platform, "prairielearn": run_platform}
     try:
         return commands[args.command](args)
+    except BrokenPipeError:  # stdout closed early (``grader check x.ipynb | head -3``)
+        return closed_stdout()
     except Exception as exc:  # a bug of the grader's own: one line, never a traceback
         return crashed(exc, args.lang)

@@ -108,6 +108,7 @@ class Item:
     errors: tuple[ErrorPattern, ...] = ()
     symbol: str = ""  # the name looked up in the namespace; defaults to ``name``
     promises: tuple[Promise, ...] = ()  # every promise of the exercise's text, with its check
+    stands_on: str = ""  # the student's name its probe replaces with the book's (a mistake there is not its own)
 
     def drawn_cases(self) -> list[Case]:
         """The cases ``cases`` draws, as the probe gets them: a case of positional arguments,
@@ -138,8 +139,7 @@ class Chapter:
 
 def is_probe(module: str) -> bool:
     """Is ``module`` (a dotted name or a file's stem) a chapter's kernel side, a probe module?"""
-    last = module.rpartition(".")[2]
-    return last == "probe" or last.endswith("_probe")
+    return module.rpartition(".")[2] == "probe"
 
 
 @cache

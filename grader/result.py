@@ -1,8 +1,7 @@
 """``Result``: the verdicts of one notebook, as ``grader check``, ``grader grade`` and the
 in-notebook ``check()`` return them.  It prints as a table, and in Jupyter it shows
-itself as a panel (``grader.selfcheck.panel``): a widget, with the same panel as static
-HTML and the table as text beside it in the output, for where no widget is drawn (a
-notebook on GitHub, or converted by nbconvert)."""
+itself as a panel of static HTML (``grader.selfcheck.panel``) with the table as text beside it:
+both survive in a notebook on GitHub or converted by nbconvert, offline."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -40,8 +39,6 @@ class Result:
         return table(self, self.lang)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from grader.selfcheck.panel import panel, panel_html
+        from grader.selfcheck.panel import panel_html
 
-        widget = panel(self, self.lang)
-        return {**(widget._repr_mimebundle_() if widget is not None else {}),
-                "text/html": panel_html(self, self.lang), "text/plain": repr(self)}
+        return {"text/html": panel_html(self, self.lang), "text/plain": repr(self)}

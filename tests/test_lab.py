@@ -154,7 +154,7 @@ def open_notebook(browser, base, token, name):
 
 
 def run_and_read_panel(tab, chapter, lang) -> str:
-    """Run every cell, then wait for the check panel (the widget, drawn: a row per item)."""
+    """Run every cell, then wait for the check panel (its HTML, drawn: a row per item)."""
     panel = PANEL % json.dumps(tab.name)
     tab.evaluate(RUN_ALL_ONE_BY_ONE % panel, timeout=300)
     title = text("ui.check_title", lang, chapter=chapter)

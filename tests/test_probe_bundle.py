@@ -41,7 +41,7 @@ def test_a_library_import_takes_the_bundles_module_not_sys_modules(monkeypatch):
 ])
 def test_a_probe_importing_the_grader_outside_the_library_is_refused(line, says):
     with pytest.raises(BundleError, match=says):
-        library_imports("grader.chapters.x_probe", f"import numpy as np\n{line}\n")
+        library_imports("grader.chapters.x.probe", f"import numpy as np\n{line}\n")
 
 
 def test_library_imports_are_listed_in_order():

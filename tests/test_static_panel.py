@@ -39,11 +39,44 @@ def test_an_executed_notebook_converted_to_html_shows_every_verdict(tmp_path):
                     "--ExecutePreprocessor.store_widget_state=False", str(path)],
                    check=True, capture_output=True, env=env, cwd=ROOT, timeout=600)
     executed = nbformat.read(path, as_version=4)
-    panel = [o for cell in executed.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
-             if WIDGET_VIEW in o.get("data", {})]
-    assert len(panel) == 1 and {"text/html", "text/plain"} <= set(panel[0]["data"]), panel
+    outputs = [o for cell in executed.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    # No widget: offline, nbconvert would pick its view (a script from unpkg) over the HTML.
+    assert not [o for o in outputs if WIDGET_VIEW in o.get("data", {})]
+    panel = [o for o in outputs if "✔ tied_head_forward" in o.get("data", {}).get("text/html", "")]
+    assert len(panel) == 1 and set(panel[0]["data"]) == {"text/html", "text/plain"}, panel
+    # the "Checking…" line, if shown, leaves no empty text behind (an empty <pre> in HTML)
+    assert not [o for o in outputs if o.get("data", {}).get("text/plain") == ""]
     subprocess.run([*jupyter, "--to", "html", str(path)], check=True, capture_output=True, env=env, cwd=ROOT,
                    timeout=300)
     page = path.with_suffix(".html").read_text(encoding="utf-8")
     # as HTML, not quoted in a widget's text: the tags are tags
     assert ">✔ tied_head_forward</b>" in page and ">✘ sample_next</b>" in page, page[-3000:]
+    assert "<pre></pre>" not in page
+
+
+def test_in_a_kernel_the_output_is_the_static_panel_and_the_table_too(monkeypatch):
+    monkeypatch.setattr("grader.selfcheck.panel.in_kernel", lambda: True)
+    result = Result(Path("x.ipynb"), CHAPTER, verdicts=[Verdict("tied_head_forward", 3, 3, PASS)])
+    assert set(result._repr_mimebundle_()) == {"text/html", "text/plain"}
+
+
+def test_the_checking_line_is_blanked_without_an_empty_text(monkeypatch):
+    import threading
+
+    import grader.selfcheck.check as selfcheck
+
+    shown, updates = threading.Event(), []
+
+    class Handle:
+        def update(self, data, raw=False):
+            updates.append(data)
+
+    def display(message):
+        shown.set()
+        return Handle()
+
+    monkeypatch.setattr(selfcheck, "kernel_display", display)
+    monkeypatch.setattr(selfcheck, "QUIET", 0.0)
+    with selfcheck.saying_what_it_does("Checking…"):
+        assert shown.wait(30)
+    assert updates and all("text/plain" not in u for u in updates)

@@ -21,7 +21,7 @@ from grader.selfcheck.check import check
 from inprocess import check_in_process, run_cells
 from notebooks import ROOT, solution, write
 
-CELL = "<cell-student>"  # a notebook cell's code, as probe_runtime.CELL_FILE knows it
+CELL = "<cell-student>"  # a notebook cell's code, as grader.kernel.runtime.CELL_FILE knows it
 
 
 def cell_code(source: str) -> dict:

@@ -125,8 +125,21 @@ def test_at_the_hard_stop_the_item_running_is_the_one_named():
                "timeout": {"where": "checks", "item": names[2], "line": "b"}}
     found = {v.item: v for v in judged(ch, summary, TIMEOUT, [])}
     assert found[names[0]].finding.params["line"] == "a" and found[names[0]].finding.params["seconds"] == "10"
-    assert found[names[2]].finding.key == "common.timeout_in_check" and found[names[2]].finding.params["line"] == "b"
+    assert found[names[2]].finding.key == "common.timeout_notebook_in_check"
+    assert found[names[2]].finding.params["line"] == "b" and found[names[2]].finding.params["seconds"] == "20"
     assert found[names[1]].finding.key == "common.timeout"
+    # the notebook's whole time ran out there: its line was running, not the mistake
+    message = items_of(Result(ROOT / "x.ipynb", ch.id, verdicts=list(found.values())), "en")[names[2]]["message"]
+    assert "the notebook's 20 s ran out" in message and "it was running: b" in message and "your line" not in message
+
+
+def test_a_cell_running_when_the_notebook_time_ran_out_says_so():
+    ch = chapter(NUMPY_CHAPTER)
+    summary = {"cells": [{"cell": 0, "passed": True}], "probes": "not_run",
+               "timeout": {"where": "cell", "cell": 1, "line": "x += 1"}}
+    notebook = judged(ch, summary, TIMEOUT, [(2, "import numpy"), (5, "while True:")])[0]
+    message = items_of(Result(ROOT / "x.ipynb", ch.id, verdicts=[notebook]), "en")["notebook"]["message"]
+    assert "the notebook's 20 s ran out while cell 5" in message and "it was running: x += 1" in message, message
 
 
 @pytest.mark.parametrize("summary", [

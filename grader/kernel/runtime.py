@@ -10,6 +10,7 @@ The same functions run in-process for the in-notebook ``check()``.
 """
 import base64
 import contextlib
+import difflib
 import io
 import json
 import re
@@ -154,9 +155,12 @@ def raw_values(array):
 
 
 def lookup(namespace, name):
-    """The student's object called ``name``, or the NameError Python would raise."""
+    """The student's object called ``name``, or the NameError Python would raise, with
+    the notebook's closest name when one is close (a typo)."""
     if name not in namespace:
-        raise NameError(f"name '{name}' is not defined in the notebook")
+        close = difflib.get_close_matches(name, [k for k in namespace if isinstance(k, str) and k[:1] != "_"], 1, 0.8)
+        typo = f"; did you mean '{close[0]}'?" if close else ""
+        raise NameError(f"name '{name}' is not defined in the notebook{typo}")
     return namespace[name]
 
 

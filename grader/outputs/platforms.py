@@ -276,7 +276,7 @@ if [ -f "$ROOT/source/secret" ]; then
   rm -f "$ROOT/source/secret"
 fi
 chmod -R go-rwx "$ROOT/source"
-find "$ROOT/venv/" -path '*/site-packages/grader/chapters/*.py' ! -name '*_probe.py' ! -name 'probe.py' \\
+find "$ROOT/venv/" -path '*/site-packages/grader/chapters/*.py' ! -name 'probe.py' \\
   ! -name '__init__.py' -exec chmod 600 {} +
 # The compiled files too: Python imports a module from its .pyc without reading the
 # .py.  Root's later imports write .pyc files into these root-only folders.

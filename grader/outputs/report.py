@@ -7,7 +7,7 @@ import unicodedata
 from dataclasses import replace
 
 from grader.i18n import render, text
-from grader.outcome import Finding, Verdict
+from grader.outcome import NOTEBOOK_ITEM, Finding, Verdict
 
 NARROWEST = 30  # columns of a message beside the table; with fewer, it goes below its row
 BELOW = 4  # the indent of a message below its row
@@ -24,6 +24,12 @@ def pad(s: str, columns: int) -> str:
 
 def status_text(status: str, lang: str) -> str:
     return text(f"ui.{status}", lang)
+
+
+def item_label(item: str, lang: str) -> str:
+    """An item's name as a table shows it: the ``notebook`` item in the reader's language
+    (the others are the code's own names)."""
+    return text("ui.notebook_item", lang) if item == NOTEBOOK_ITEM else item
 
 
 def finding_message(finding: Finding, case: str, shown: dict, lang: str) -> str:
@@ -93,19 +99,20 @@ def table(result, lang: str, columns: int | None = None) -> str:
     columns = columns or terminal_columns()
     if result.bad is not None:
         return wrap(render(result.bad, lang), columns, 0)
-    rows = [(v.item, f"{v.points}/{v.max_points}", status_text(v.status, lang), message)
+    rows = [(item_label(v.item, lang), f"{v.points}/{v.max_points}", status_text(v.status, lang), message)
             for v, message in zip(result.verdicts, verdict_messages(result.verdicts, lang))]
     heads = (text("ui.item", lang), text("ui.points", lang), text("ui.verdict", lang))
     widths = [max(width(h), *(width(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    line = lambda cells: "  ".join(pad(c, w) for c, w in zip(cells, widths)).rstrip()
-    out = [f"{result.path}  ({result.chapter})", line(heads), line("-" * w for w in widths)]
-    indent = sum(widths) + 2 * len(widths)
+    gap = 2 if sum(widths) + 2 * (len(widths) - 1) <= columns else 1  # narrow: one space between columns
+    line = lambda cells: wrap((" " * gap).join(pad(c, w) for c, w in zip(cells, widths)).rstrip(), columns, 0)
+    out = [wrap(f"{result.path}  ({result.chapter})", columns, 0), line(heads), line("-" * w for w in widths)]
+    indent = sum(widths) + gap * len(widths)
     beside = columns - indent >= NARROWEST
     for row in rows:
         if not row[3]:
             out.append(line(row[:3]))
         elif beside:
-            out.append(pad(line(row[:3]), indent - 2) + "  " + wrap(row[3], columns - indent, indent))
+            out.append(pad(line(row[:3]), indent - gap) + " " * gap + wrap(row[3], columns - indent, indent))
         else:
             out.append(line(row[:3]))
             out.append(" " * BELOW + wrap(row[3], columns - BELOW, BELOW))

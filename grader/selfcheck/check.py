@@ -2,9 +2,9 @@
 
 It runs the very probes and judges that ``grader check`` uses, only in this
 process instead of a separate one, so the verdicts agree, and returns the same
-``Result``: in Jupyter it shows as an ipywidgets panel (``grader.selfcheck.panel``), elsewhere it
-prints as a table.  The ``notebook`` item is judged from what this kernel holds
-(``grader.selfcheck.kernel_notebook``).
+``Result``: in Jupyter it shows as a panel of static HTML (``grader.selfcheck.panel``, which
+nbconvert and GitHub draw too), elsewhere it prints as a table.  The ``notebook``
+item is judged from what this kernel holds (``grader.selfcheck.kernel_notebook``).
 
 It is always safe to run: each item's checks stop after ``timeout`` seconds (a
 verdict naming the student's line), Ctrl-C ends it with one line, a wrong argument
@@ -30,12 +30,14 @@ from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
 from grader.pipeline.prepare.probe_bundle import run_in_process
 from grader.registry import Chapter, Finding, chapter_of_item, chapters
 from grader.result import Result
-from grader.selfcheck.kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_item
+from grader.selfcheck.kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_chapter, notebook_item
 from grader.selfcheck.panel import in_kernel
 
 DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
 AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
 QUIET = 1.0  # seconds of silence before the check says what it is doing
+CHECKED: list[str] = []  # the chapters checked in this kernel so far
+BLANK = {"text/html": ""}  # what the "Checking…" line becomes once the verdicts are in
 
 
 class CheckTimedOut(BaseException):
@@ -100,7 +102,7 @@ def saying_what_it_does(message: str):
         timer.join()
         for handle in shown:
             if handle is not None:
-                handle.update({"text/plain": ""}, raw=True)
+                handle.update(BLANK, raw=True)  # no text: an empty text leaves an empty <pre>
 
 
 def timed_out(item, facts: list, seconds: float, stuck: dict) -> Verdict | None:
@@ -128,7 +130,7 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
         finding = in_kernel_frame(verdict.finding, namespace, cells)
         found.append(verdict if finding is verdict.finding else
                      Verdict(item.name, 0, item.points, verdict.status, finding))
-    return found
+    return judge.with_stand_in_notes(ch, found)
 
 
 def _resolve(target):
@@ -167,9 +169,14 @@ def check(target, lang: str | None = None, namespace: dict | None = None, timeou
         frame = inspect.currentframe()  # check()'s own; its caller's globals are the notebook's
         caller = frame.f_back if frame is not None else None
         namespace = caller.f_globals if caller is not None else {}
+    served = notebook_chapter(namespace)
+    if only is None and served is not None and served[0] != ch.id and served[0] in chapters():
+        return usage("ui.other_chapter", lang=lang, chapter=ch.id, notebook=served[0], path=served[1])
     try:
-        with saying_what_it_does(text("ui.checking", lang, chapter=ch.id)), compiled_programs_in_process():
+        first = "ui.checking_again" if CHECKED else "ui.checking"
+        with saying_what_it_does(text(first, lang, chapter=ch.id)), compiled_programs_in_process():
             verdicts = judged(ch, namespace, only, float(timeout))
+        CHECKED.append(ch.id)  # the checks are loaded: the first check's note is said once
     except KeyboardInterrupt:
         return usage("ui.stopped", lang=lang)
-    return Result(Path("<notebook>"), ch.id, verdicts=verdicts, lang=lang)
+    return Result(Path(served[1] if served else "<notebook>"), ch.id, verdicts=verdicts, lang=lang)

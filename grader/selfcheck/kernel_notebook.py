@@ -25,31 +25,51 @@ from pathlib import Path
 
 from grader import expected_outputs as eo
 from grader.kernel.runtime import error_fact
-from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
+from grader.outcome import NOT_REACHED, NOTEBOOK_ITEM, TIMEOUT, Verdict
 from grader.pipeline.cells import code_cells, first_line
 from grader.pipeline.cells import named as named_cell
 from grader.pipeline.judge.notebook import notebook_verdict
 from grader.pipeline.submission import BadSubmission, read_bytes
 from grader.registry import Finding
+from grader.selfcheck.kernel_runs import INTERRUPTED, UNSEEN, failed_runs
 
 UNDEFINED = re.compile(r"name '([^']+)' is not defined")
-RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (probe_runtime.CELL_FILE)
+RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (grader.kernel.runtime.CELL_FILE)
 TIMED_OUT = "CheckTimedOut"  # the type of what check()'s time limit raises
+# A cell stopped by hand in this kernel, and one whose outcome it cannot see: their findings.
+SEEN_IN_KERNEL = {INTERRUPTED: (TIMEOUT, "common.cell_interrupted"), UNSEEN: (NOT_REACHED, "common.cell_unseen")}
 
 
-def notebook_cells(namespace: dict) -> list | None:
-    """The cells of the notebook this kernel serves, as last saved, or None."""
+def session_notebook(namespace: dict) -> tuple[Path, dict] | None:
+    """The notebook this kernel serves (its path and content, as last saved), or None."""
     session = namespace.get("__session__")
     if not isinstance(session, str) or not session.endswith(".ipynb"):
         return None
     for path in (Path(session), Path(Path(session).name)):  # from the server's root, or beside the kernel
         try:
-            cells = json.loads(read_bytes(path).decode("utf-8")).get("cells")
+            content = json.loads(read_bytes(path).decode("utf-8"))
         except (BadSubmission, ValueError, AttributeError, RecursionError):
             continue
-        if isinstance(cells, list) and all(isinstance(c, dict) for c in cells):
-            return cells
+        if isinstance(content, dict):
+            return path, content
     return None
+
+
+def notebook_cells(namespace: dict) -> list | None:
+    """The cells of the notebook this kernel serves, as last saved, or None."""
+    cells = (session_notebook(namespace) or (None, {}))[1].get("cells")
+    if isinstance(cells, list) and all(isinstance(c, dict) for c in cells):
+        return cells
+    return None
+
+
+def notebook_chapter(namespace: dict) -> tuple[str, str] | None:
+    """The chapter this kernel's notebook is an exercise of (``metadata.tied.chapter``),
+    with the notebook's file name, or None."""
+    found = session_notebook(namespace)
+    tied = found[1].get("metadata", {}).get("tied", {}) if found else None
+    chapter = tied.get("chapter") if isinstance(tied, dict) else None
+    return (chapter, found[0].name) if isinstance(chapter, str) and found else None
 
 
 def defines(source: str, name: str) -> bool:
@@ -99,10 +119,10 @@ def syntax_errors(cells: list) -> dict[int, dict]:
 
 def undefined_name(finding: Finding | None) -> str | None:
     """The name a 'not found' finding (or a cell's NameError) is about, or None."""
-    if finding is None or finding.key not in ("common.missing", "common.cell_error"):
+    if finding is None or finding.key not in ("common.missing", "common.missing_close", "common.cell_error"):
         return None
     found = UNDEFINED.search(str(finding.params.get("message", "")))
-    if not found or not (finding.key == "common.missing" or finding.params.get("type") == "NameError"):
+    if not found or not (finding.key != "common.cell_error" or finding.params.get("type") == "NameError"):
         return None
     return found.group(1)
 
@@ -238,6 +258,14 @@ def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
     broken = syntax_errors(cells or [])  # the cell grader check's kernel would stop at
     records = [r for r in records if r["cell"] + 1 not in broken] + [
         {"cell": number - 1, "passed": False, "error": error} for number, error in broken.items()]
-    verdict = notebook_verdict(sorted(records, key=lambda r: r["cell"]) + missing, named, eo.example_lines(chapter_id))
+    rerun = {r["cell"] for r in records}  # a worked example is judged by what it does now
+    records += [r for r in failed_runs(namespace, cells, python_source) if r["cell"] not in rerun]
+    records.sort(key=lambda r: r["cell"])
+    first: dict = next((r["error"] for r in records if not r["passed"]), {})
+    if first.get("type") in SEEN_IN_KERNEL:
+        status, key = SEEN_IN_KERNEL[first["type"]]
+        at = next(r["cell"] for r in records if not r["passed"])
+        return Verdict(NOTEBOOK_ITEM, 0, 1, status, named_cell(Finding(key, {"cell": at + 1}), named))
+    verdict = notebook_verdict(records + missing, named, eo.example_lines(chapter_id))
     finding = in_kernel_frame(verdict.finding, namespace, cells)
     return verdict if finding is verdict.finding else Verdict(verdict.item, 0, 1, verdict.status, finding)

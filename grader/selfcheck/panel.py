@@ -1,13 +1,13 @@
-"""A ``Result`` as a notebook shows it: a panel, one row per verdict, with the same
-messages as the terminal's table (``grader.outputs.report``); a widget in a Jupyter kernel, and
-the same panel as static HTML where no widget is drawn."""
+"""A ``Result`` as a notebook shows it: a panel of static HTML, one row per verdict,
+with the same messages as the terminal's table (``grader.outputs.report``).  No widget: offline,
+nbconvert would draw a widget's view (a script from the network) instead of the HTML."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from grader.i18n import text
 from grader.outcome import PASS
-from grader.outputs.report import status_text, verdict_messages
+from grader.outputs.report import item_label, status_text, verdict_messages
 
 if TYPE_CHECKING:
     from grader.result import Result
@@ -18,8 +18,8 @@ FAIL_COLOUR = "#cf222e"
 
 
 def panel_html(result: Result, lang: str) -> str:
-    """The check panel as static HTML: what a notebook shows where no widget can be drawn
-    (on GitHub, converted by nbconvert), and what the widget itself shows."""
+    """The check panel as static HTML: what JupyterLab shows, and a notebook on GitHub
+    or converted by nbconvert."""
     from html import escape
 
     rows = []
@@ -27,7 +27,7 @@ def panel_html(result: Result, lang: str) -> str:
         colour = COLOURS.get(v.status, FAIL_COLOUR)
         mark = "✔" if v.status == PASS else "✘"
         rows.append(
-            f"<div style='padding:2px 0'><b style='color:{colour}'>{mark} {escape(v.item)}</b> "
+            f"<div style='padding:2px 0'><b style='color:{colour}'>{mark} {escape(item_label(v.item, lang))}</b> "
             f"<span>{v.points}/{v.max_points} · {escape(status_text(v.status, lang))}</span>"
             f"<div style='margin-left:1.4em;color:#444;{KEEP_ALL if lang == 'ko' else ''}'>"
             f"{escape(message)}</div></div>"
@@ -35,17 +35,6 @@ def panel_html(result: Result, lang: str) -> str:
     title = (f"<div><b>{escape(text('ui.check_title', lang, chapter=result.chapter))}</b> — "
              f"{text('ui.total', lang)}: {result.points}/{result.max_points}</div>")
     return f"<div style='border:1px solid #d0d7de;padding:6px'>{title}{''.join(rows)}</div>"
-
-
-def panel(result: Result, lang: str):
-    """The check panel as a widget, in a Jupyter kernel (else None)."""
-    if not in_kernel():
-        return None
-    try:
-        import ipywidgets as w
-    except ImportError:
-        return None
-    return w.HTML(panel_html(result, lang))
 
 
 def in_kernel() -> bool:

@@ -2,7 +2,7 @@
 
 Both functions convert the checkpoint of one small tied model (an embedding, a square
 "mixer" Dense layer, and the tied output projection) between frameworks.  The probes
-(``frameworks_probe.py``) hand the student's function a checkpoint built from the
+(``probe.py``) hand the student's function a checkpoint built from the
 grader's arrays and report what the returned model holds and computes; every
 comparison is here, against float64 references.  What the four items share comes
 first, then one block per exercise, in the notebook's order, each ending with its ``Item``.

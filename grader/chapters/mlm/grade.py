@@ -9,7 +9,7 @@ the student's value is that one.  A separate head is recognised by logits that l
 the span of the embedding's columns.
 
 What the text forbids is checked three ways: in the kernel the forbidden built-ins
-raise ``ForbiddenFunctionError`` naming themselves (see ``mlm_probe``); the source of
+raise ``ForbiddenFunctionError`` naming themselves (see ``probe.py``); the source of
 the function and of the notebook's functions it calls comes back raw and
 ``grader.chapters.source_checks`` finds loops and forbidden names in it, with their line; and
 the raw list of ATen operations the call dispatched catches a built-in reached under
@@ -142,7 +142,7 @@ FORBIDDEN_OPS = {
     "aten.native_layer_norm": LAYER_NORM, "aten.layer_norm": LAYER_NORM, "aten.gelu": GELU,
     "aten._native_multi_head_attention": ATTENTION, "aten._transformer_encoder_layer_fwd": ATTENTION,
 }
-# In the kernel, a forbidden built-in raises naming itself (mlm_probe).
+# In the kernel, a forbidden built-in raises naming itself (probe.py).
 FORBIDDEN = (
     ErrorPattern("mlm.forbidden_attention", r"ForbiddenFunctionError", r"attention|transformer"),
     ErrorPattern("mlm.forbidden_layer_norm", r"ForbiddenFunctionError", r"layer_?norm"),
@@ -372,7 +372,7 @@ LAYER_NORM_ITEM = exercise(
         Promise("var is the biased variance (divide by d, not d - 1)", "symptom mlm.unbiased_variance",
                 keys=("mlm.unbiased_variance",)),
         RETURNS_TENSOR,
-        Promise("nn.LayerNorm / F.layer_norm are not allowed", "raise while checked (mlm_probe); source check of "
+        Promise("nn.LayerNorm / F.layer_norm are not allowed", "raise while checked (probe.py); source check of "
                 "every spelling (F.layer_norm, torch.layer_norm, torch.ops.aten.native_layer_norm, getattr(..., "
                 "'layer_norm'), a name bound by import ... as) with its line; runtime: aten.native_layer_norm "
                 "dispatched", keys=("mlm.forbidden_layer_norm",)),

@@ -303,6 +303,7 @@ def judge_embed(case: Case, value, ref) -> Finding | None:
 
 TIED_IO_EMBED = Item(
     name="tied_io_embed", points=2, probe="call_alone",
+    stands_on="TiedEmbed",
     promises=(
         Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
                 "every case sends floats, the ids a float32 array; called positionally (no defaults)"),

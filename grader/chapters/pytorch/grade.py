@@ -1,6 +1,6 @@
 """Chapter 03, PyTorch: ``tie_weights``, ``TinyLM`` and ``tied_logits``.
 
-The probes (``pytorch_probe.py``) build the modules in the student's kernel and report
+The probes (``probe.py``) build the modules in the student's kernel and report
 identities, data pointers, shapes, values and gradients; every comparison is here.
 One block per exercise, in the notebook's order, each ending with its ``Item``.
 """
@@ -305,7 +305,7 @@ def judge_structure(case: Case, facts: dict, _ref) -> Finding | None:
 
 
 TINYLM_TIED = Item(
-    name="TinyLM.tied", symbol="TinyLM", points=2, probe="tinylm_structure",
+    name="TinyLM.tied", symbol="TinyLM", points=2, probe="tinylm_structure", stands_on="tie_weights",
     cases=structure_cases, reference=lambda case: None, judge=judge_structure,
     errors=(TRANSPOSED_HEAD,),
     promises=(
@@ -372,13 +372,13 @@ def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
 
 
 TINYLM_FORWARD = Item(
-    name="TinyLM.forward", symbol="TinyLM", points=2, probe="tinylm_forward",
+    name="TinyLM.forward", symbol="TinyLM", points=2, probe="tinylm_forward", stands_on="tie_weights",
     cases=forward_cases, reference=lambda case: None, judge=judge_forward,
     errors=(TRANSPOSED_HEAD,),
     promises=(
         Promise("forward(input_ids): int64 ids (B, T) to float32 logits (B, T, V)",
                 "judge_forward: a tensor, dtype torch.float32, shape (B, T, V); a parameter or buffer that is not "
-                "float32 is common.dtype_slip, with the line of __init__ that made it (pytorch_probe)",
+                "float32 is common.dtype_slip, with the line of __init__ that made it (probe.py)",
                 keys=("common.dtype_slip",)),
         Promise("sequences of 1 to 64 tokens, d_model a multiple of 4 from 4",
                 "cases with T = 1, T = 64 and d = 4 among seven shapes (index_out_of_range)",
@@ -438,7 +438,7 @@ def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
 
 
 TINYLM_GRAD = Item(
-    name="TinyLM.grad", symbol="TinyLM", points=2, probe="tinylm_grad",
+    name="TinyLM.grad", symbol="TinyLM", points=2, probe="tinylm_grad", stands_on="tie_weights",
     cases=grad_cases, reference=lambda case: None, judge=judge_grad,
     errors=(TRANSPOSED_HEAD,),
     promises=(
@@ -581,7 +581,7 @@ CHAPTER = Chapter(
     title="PyTorch and Hugging Face",
     probe_module="grader.chapters.pytorch.probe",
     errors=(BROADCAST,
-            # The model's own tensor of another dtype, with the line that made it (pytorch_probe).
+            # The model's own tensor of another dtype, with the line that made it (probe.py).
             ErrorPattern("common.dtype_slip", r"DtypeSlipError",
                          r"^(?P<name>\S+) is torch\.(?P<got>\w+), made by: (?P<line>.*)$"),
             ErrorPattern("pytorch.module_names", r"AttributeError", r"has no attribute '(embed|blocks|ln_f|lm_head)'"),

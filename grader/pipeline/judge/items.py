@@ -8,6 +8,7 @@ out: nothing here reads a file or a catalog.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
@@ -27,7 +28,9 @@ class Known(Protocol):
 
 COMMON_ERRORS = (
     ErrorPattern("common.not_implemented", r"NotImplementedError"),
-    ErrorPattern("common.missing", r"NameError", r"is not defined in the notebook"),
+    ErrorPattern("common.missing", r"NameError", r"name '(?P<name>[^']*)' is not defined in the notebook$"),
+    ErrorPattern("common.missing_close", r"NameError",
+                 r"name '(?P<name>[^']*)' is not defined in the notebook; did you mean '(?P<close>[^']*)'\?"),
 )
 
 
@@ -223,3 +226,14 @@ def matches_reference(symptoms: tuple[Symptom, ...] = (), rtol: float = 1e-5, at
         return finding
 
     return judge
+
+
+def with_stand_in_notes(ch: Chapter, verdicts: list[Verdict]) -> list[Verdict]:
+    """An item judged with the book's version of another (``Item.stands_on``) passes
+    on its own merits; where that other's items fail, its line says so, since the
+    notebook's own cells still run the student's version."""
+    failing = {item.target for item in ch.items for v in verdicts if v.item == item.name and v.status != PASS}
+    items = {item.name: item for item in ch.items}
+    return [replace(v, finding=Finding("common.passes_with_reference", {"name": items[v.item].stands_on}))
+            if v.item in items and items[v.item].stands_on in failing and v.status == PASS and v.finding is None
+            else v for v in verdicts]

@@ -74,21 +74,25 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, known: judge
         at = names.index(timeout["item"]) if timeout.get("item") in names else next(
             (n for n, v in enumerate(found) if v.status == TIMEOUT and v.item not in stuck), None)
         if at is not None:
-            found[at] = replace(found[at], finding=Finding(
-                "common.timeout_in_check", {"seconds": seconds, "line": timeout["line"], "more_key": more}))
+            found[at] = replace(found[at], finding=Finding(  # its line was running, not the mistake
+                "common.timeout_notebook_in_check", {"seconds": seconds, "line": timeout["line"], "more_key": more,
+                                                     "line_label": "ui.running_line"}))
         return [cell_verdict(cells or [], shown, ch.id, step)] + found
     if timeout is not None and timeout["where"] == "cell":
-        finding = cell_timeout(timeout["cell"], timeout["line"], seconds, shown)
+        finding = cell_timeout(timeout["cell"], timeout["line"], seconds, shown, "common.timeout_notebook_in_cell")
     if stopped or timeout is not None or cells is None:
         return [Verdict(NOTEBOOK_ITEM, 0, 1, status, finding)] + found
     return [cell_verdict(cells, shown, ch.id, step)] + found
 
 
-def cell_timeout(cell: int, line: str, seconds: str, shown: Sequence[tuple[int, str]]) -> Finding:
-    """Code cell number ``cell`` (from 0) was still running at ``line`` after ``seconds``,
-    named as JupyterLab shows it, with how to give it more time."""
-    return named(Finding("common.timeout_in_cell", {"seconds": seconds, "cell": cell + 1, "line": line,
-                                                    "more_key": "ui.more_time_terminal"}), list(shown))
+def cell_timeout(cell: int, line: str, seconds: str, shown: Sequence[tuple[int, str]],
+                 key: str = "common.timeout_in_cell") -> Finding:
+    """Code cell number ``cell`` (from 0) was still running at ``line`` after ``seconds``
+    (its own step limit, or with ``key`` the notebook's whole time), named as JupyterLab
+    shows it, with how to give it more time."""
+    running = {} if key == "common.timeout_in_cell" else {"line_label": "ui.running_line"}  # not the mistake
+    return named(Finding(key, {"seconds": seconds, "cell": cell + 1, "line": line,
+                               "more_key": "ui.more_time_terminal", **running}), list(shown))
 
 
 def cell_verdict(cells: list[dict], shown: Sequence[tuple[int, str]], chapter_id: str, step: str) -> Verdict:

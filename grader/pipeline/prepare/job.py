@@ -21,7 +21,7 @@ class BadJob(ValueError):
 class Job:
     path: str  # this job's file, ``<folder>/job.json``; the folder is the job's alone
     notebook: str  # the copy of the submission the kernel runs, in the kernel's working directory
-    spec: str  # the probe spec (``probe_kernel.write_spec``): the cases the kernel is given
+    spec: str  # the probe spec (``probe_bundle.write_spec``): the cases the kernel is given
     ini: str  # an empty pytest configuration, so that nothing of the submission's folder configures pytest
     probe_module: str  # the chapter's probe module, sent as source into the kernel
     items: tuple[str, ...]  # the items whose checks run, in the chapter's order
