@@ -26,3 +26,17 @@ def test_linen_public_cases_are_the_notebook_examples():
     assert gradient["token_ids"] == ns["ids"].tolist() and gradient["targets"] == ns["targets"].tolist()
     seed, ids, v, d = public("01_linen", "tied_io_embed")["args"]
     assert (seed, ids.tolist(), v, d) == (0.0, [0.0, 2.0], 4.0, 3.0)
+
+
+def test_a_second_parameter_is_named_without_flax_scope_path():
+    """Flax names the root scope "/": the message names the parameter alone."""
+    from conftest import judged_in_process
+    from grader.i18n import LANGUAGES
+    from grader.outputs.report import item_message
+    from pitfalls import PITFALLS
+
+    entry = judged_in_process(next(p for p in PITFALLS if p.id == "01_linen-second_param"))
+    item = next(i for i in entry["items"] if i["item"] == "TiedIO.__call__")
+    for lang in LANGUAGES:
+        message = item_message(item, lang)
+        assert "`head`" in message and " /" not in message and "scope" not in message, message

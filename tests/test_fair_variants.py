@@ -83,3 +83,27 @@ def test_a_tied_mlm_head_however_written_keeps_the_gradient(tie):
     found = verdicts("05_mlm", {"mlm_forward_tied": MLM_FORWARD.format(lookup=lookup, head=head)},
                      ("mlm_forward_tied",))
     assert found["mlm_forward_tied"].status == judge.PASS, found["mlm_forward_tied"].finding
+
+
+# Chapter 05's attention with the softmax written other ways: the gradient that reaches
+# x and each weight is judged from the raw gradients, so every spelling in torch passes.
+MHA_SOFTMAX = '''
+n, t, d = x.shape
+d_head = d // num_heads
+q, k, v = (torch.matmul(x, w).view(n, t, num_heads, d_head).permute(0, 2, 1, 3) for w in (w_q, w_k, w_v))
+scores = torch.einsum('nhqd,nhkd->nhqk', q, k) / d_head ** 0.5
+{softmax}
+return (weights @ v).permute(0, 2, 1, 3).reshape(n, t, d) @ w_o
+'''
+MHA_SOFTMAXES = {
+    "by_hand": "e = torch.exp(scores - scores.amax(-1, keepdim=True))\nweights = e / e.sum(-1, keepdim=True)",
+    "functional": "weights = torch.nn.functional.softmax(scores, dim=-1)",
+    "log_softmax": "weights = scores.log_softmax(dim=-1).exp()",
+}
+
+
+@pytest.mark.parametrize("softmax", MHA_SOFTMAXES)
+def test_an_attention_in_torch_however_written_keeps_the_gradient(softmax):
+    found = verdicts("05_mlm", {"multi_head_attention": MHA_SOFTMAX.format(softmax=MHA_SOFTMAXES[softmax])},
+                     ("multi_head_attention",))
+    assert found["multi_head_attention"].status == judge.PASS, found["multi_head_attention"].finding

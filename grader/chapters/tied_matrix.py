@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.drawing import float_args, hidden_rng, sample_std, self_logits_negative
-from grader.pipeline.judge.items import as_numbers, close, compare_arrays
+from grader.pipeline.judge.items import CONTAINERS, as_numbers, close, compare_arrays
 from grader.registry import Case, Finding, Promise
 
 # The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
@@ -181,6 +181,8 @@ def judge_gradient(keys: dict):
     def judge(case: Case, value: dict, ref: dict) -> Finding | None:
         if not isinstance(value, dict) or "grad" not in value or "logits" not in value:
             return Finding("common.not_an_array", {"type": type(value).__name__})
+        if value.get("type") in CONTAINERS:  # logits as rows: what came back, not the gradient it left out
+            return Finding("common.not_one_array", {"got": value["type"]})
         if compare_arrays(value["logits"], ref["logits"], **FORWARD_TOL) is not None:
             return Finding(keys["grad_after_forward"])
         lookup, head = ref["paths"]

@@ -76,29 +76,17 @@ def terminal_columns() -> int:
     return shutil.get_terminal_size((80, 24)).columns
 
 
-def pieces(word: str, columns: int) -> list[str]:
-    """``word`` cut into pieces of at most ``columns`` terminal columns (a long quoted
-    line of code has no space to break at)."""
-    out = [""]
-    for c in word:
-        if out[-1] and width(out[-1] + c) > columns:
-            out.append("")
-        out[-1] += c
-    return out
-
-
 def wrap(message: str, columns: int, indent: int) -> str:
     """``message`` in lines of at most ``columns`` terminal columns, broken between words
-    (Korean included: it is written with spaces), continued under ``indent`` spaces; a
-    word wider than a line is broken where the line ends."""
+    (Korean included: it is written with spaces), continued under ``indent`` spaces.  A
+    word is never split: an address, an identifier or a quoted line of code wider than a
+    line goes on a line of its own, whole, and runs past the edge (a broken address
+    cannot be copied, a broken identifier reads as two)."""
     lines, line = [], ""
     for word in message.split(" "):
         if line and width(line) + 1 + width(word) > columns:
             lines.append(line)
             line = ""
-        if not line and width(word) > columns:
-            *whole, word = pieces(word, columns)
-            lines.extend(whole)
         line = f"{line} {word}" if line else word
     lines.append(line)
     return ("\n" + " " * indent).join(lines)

@@ -90,12 +90,12 @@ PITFALLS = [
         "linen_to_torch": RIGHT_TORCH.replace("TorchTiedLM(*embedding.shape)", "TorchTiedLM(*embedding.shape).double()")
            + "return model",
         "torch_to_nnx": nnx_fill(nest="weight"),
-    }, {"linen_to_torch.tied": "frameworks.float64", "linen_to_torch": "pass",
+    }, {"linen_to_torch.tied": "frameworks.tied_float64", "linen_to_torch": "pass",
         **dict.fromkeys(NNX_ITEMS, "frameworks.nnx_key_name")}),
     Pitfall(CH, "mixed_float64", {
         "linen_to_torch": READ + "model.embed.weight = torch.nn.Parameter(torch.tensor(embedding, dtype=torch.float64))\n"
            "model.lm_head.weight = model.embed.weight\n" + NO_GRAD + COPY_MIXER + "return model",
-    }, {"linen_to_torch.tied": "frameworks.float64", "linen_to_torch": "pass", **dict.fromkeys(NNX_ITEMS, "pass")}),
+    }, {"linen_to_torch.tied": "frameworks.tied_float64", "linen_to_torch": "pass", **dict.fromkeys(NNX_ITEMS, "pass")}),
     Pitfall(CH, "transposed_embedding_and_unfilled", {
         "linen_to_torch": READ + NO_GRAD + COPY_EMBED.replace("embedding)", "embedding.T)") + COPY_MIXER + "return model",
         "torch_to_nnx": nnx_fill().replace("nnx.replace_by_pure_dict(state, values)",

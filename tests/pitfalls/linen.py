@@ -46,6 +46,10 @@ def shared(setup: str, call: str) -> dict:
 FORWARD_RIGHT = {"TiedIO.params": "pass", "TiedIO.__call__": "pass", "tied_io_embed": "pass"}
 
 PITFALLS = [
+    # the logits as a tuple of rows: right numbers, not the one array asked (judged from the raw type)
+    Pitfall("01_linen", "logits_as_rows", module("return tuple(embedding[i] @ embedding.T for i in token_ids)\n"),
+            {"TiedIO.__call__": "common.not_one_array", "TiedIO.gradient": "common.not_one_array",
+             "tied_io_embed": "pass"}),
     Pitfall("01_linen", "embed_plus_dense", {"TiedIO.__call__": '''
 x = nn.Embed(self.vocab_size, self.d_model, embedding_init=nn.initializers.normal(stddev=0.02), name="embedding")(token_ids)
 return nn.Dense(self.vocab_size, use_bias=False)(x)

@@ -129,6 +129,24 @@ return attn(x, x, x, need_weights=False)[0]
     Pitfall(CH, "tie_through_numpy", {"mlm_forward_tied": forward(head="x @ torch.from_numpy(w_emb.numpy()).T")},
             {"mlm_forward_tied": "mlm.tie_no_gradient"}),
 
+    # ---- the attention's gradient: right output, the scores' path to x, w_q, w_k cut
+    Pitfall(CH, "attention_softmax_in_numpy", {"multi_head_attention": mha().replace(
+        "weights = torch.softmax(scores, dim=-1)",
+        "import numpy as np\ns = scores.detach().numpy()\ne = np.exp(s - s.max(-1, keepdims=True))\n"
+        "weights = torch.from_numpy(e / e.sum(-1, keepdims=True))")},
+            attention("mlm.attention_gradient_cut")),
+    Pitfall(CH, "attention_scipy_softmax", {"multi_head_attention": mha().replace(
+        "weights = torch.softmax(scores, dim=-1)",
+        "from scipy.special import softmax\nweights = torch.from_numpy(softmax(scores.numpy(), axis=-1))")},
+            attention("mlm.attention_numpy")),
+
+    # ---- a dtype slip: float64 or bfloat16 where every input is float32, before the values
+    Pitfall(CH, "attention_in_float64", {"multi_head_attention": "x, w_q, w_k, w_v, w_o = (t.double() for t in "
+                                         "(x, w_q, w_k, w_v, w_o))\n" + mha()},
+            {"multi_head_attention": "common.wrong_dtype", "mlm_forward_tied": "pass"}),
+    Pitfall(CH, "logits_in_bfloat16", {"mlm_forward_tied": forward(head="x.bfloat16() @ w_emb.bfloat16().T")},
+            {"mlm_forward_tied": "common.wrong_dtype"}),
+
     # ---- eps: name the eps used, not "eps added to the standard deviation"
     Pitfall(CH, "bert_eps_default", {"layer_norm": LN_WITH_EPS.format(default="1e-12", eps="eps")},
             {"layer_norm": "mlm.eps_value", "mlm_forward_tied": "pass"}),

@@ -63,6 +63,11 @@ FORWARD_RIGHT = {"TiedEmbed.params": "pass", "TiedEmbed.__call__": "pass", "tied
 
 
 PITFALLS = [
+    # the logits as a list of rows: right numbers, not the one array asked (judged from the raw type)
+    Pitfall("02_nnx", "logits_as_rows", {"TiedEmbed.__call__": "matrix = self.embedding[...]\n"
+                                         "return [matrix[i] @ matrix.T for i in token_ids]\n"},
+            {"TiedEmbed.__call__": "common.not_one_array", "TiedEmbed.gradient": "common.not_one_array",
+             "tied_io_embed": "pass"}),
     Pitfall("02_nnx", "two_params_and_grad_swapped", {"TiedEmbed.__init__": f'''
 self.embedding = nnx.Param({DRAW})
 self.head = nnx.Param({DRAW})

@@ -103,8 +103,9 @@ TIEDIO_CALL = Item(
     promises=(
         *ids_promises("tiedio_forward"),
         Promise("returns logits of shape (T, V)", "compare_arrays: common.wrong_shape; linen.product_transposed "
-                "for embedding @ x.T; linen.no_lookup for (V, V)",
-                keys=("common.wrong_shape", "linen.product_transposed", "linen.no_lookup")),
+                "for embedding @ x.T; linen.no_lookup for (V, V); a tuple, list or dict of rows is "
+                "common.not_one_array, judged from the raw type (probe tiedio_forward)",
+                keys=("common.wrong_shape", "linen.product_transposed", "linen.no_lookup", "common.not_one_array")),
         Promise("look the ids up in it", "logits_symptom: linen.wrong_rows (an off-by-one or reordered lookup)",
                 keys=("linen.wrong_rows",)),
         Promise("then project with its transpose", "logits_symptom: linen.missing_transpose (runs on the square "
@@ -117,7 +118,7 @@ TIEDIO_CALL = Item(
     ),
     cases=partial(forward_cases, "01_linen/TiedIO.__call__", reference_embedding),
     reference=forward_reference,
-    judge=judge_logits(KEYS, lambda case: case.args["embedding"], flat=False),
+    judge=one_array(judge_logits(KEYS, lambda case: case.args["embedding"], flat=False)),
 )
 
 
@@ -150,7 +151,8 @@ TIEDIO_GRADIENT = Item(
                 "raw gradient; judge_gradient compares it with gradient_paths (both paths, float64) within "
                 "rtol=1e-4, atol=1e-6", keys=("linen.grad_after_forward",)),
         unblocked_promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)", KEYS,
-                          "linen.grad_numpy"),
+                          "linen.grad_numpy",
+                          ("for logits returned as a tuple, list or dict of rows", "common.not_one_array")),
         Promise("the worked example: ids [0, 2, 2], targets [2, 2, 3] on the module's own (4, 3) matrix prints True",
                 "public case: the same matrix (TiedIO(4, 3) at PRNGKey(0)), ids and targets"),
         Promise("1 to 64 ids, with V up to 512 and D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); "
@@ -394,7 +396,7 @@ CHAPTER = Chapter(
     errors=(MISSING_TRANSPOSE, FLOAT_IDS, FLOAT_SIZES, FLOAT_SEED, SUBMODULE,
             ErrorPattern("linen.second_param", r"NameInUseError"),
             ErrorPattern("linen.param_not_found", r"ScopeParamNotFoundError",
-                         r'^(?:.*?named "(?P<name>[^"]+)" in scope "(?P<scope>[^"]*)")?'),
+                         r'^(?:.*?named "(?P<name>[^"]+)" in scope "[^"]*")?'),
             ErrorPattern("linen.param_shape", r"ScopeParamShapeError")),
     items=(TIEDIO_PARAMS, TIEDIO_CALL, TIEDIO_GRADIENT, TIED_IO_EMBED, SHARED_PARAMS, SHARED_CALL, SHARED_GRADIENT),
 )

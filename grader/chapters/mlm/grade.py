@@ -149,6 +149,10 @@ FORBIDDEN = (
     ErrorPattern("mlm.forbidden_gelu", r"ForbiddenFunctionError", r"gelu"),
 )
 TENSOR_TYPES = ("Tensor", "Parameter")
+FLOAT32 = "torch.float32"  # every input is float32 (the ids int64), and so is every result
+RETURNS_TENSOR = Promise("returns one float32 tensor", "the probe sends the result's type and raw dtype: "
+                         "mlm.not_a_tensor, then common.wrong_dtype before the values",
+                         keys=("mlm.not_a_tensor", "common.wrong_dtype"))
 WHOLE_TENSORS = Promise("Work on whole tensors: no Python loop over heads or positions.",
                         "cost case mlm.case_cost: the ATen operations one call dispatches, counted in the kernel "
                         "at two sizes of each dimension, may not grow with it (mlm.cost_grows, or "
@@ -211,6 +215,9 @@ def code_finding(value: dict) -> Finding | None:
 # the same) costs the same at every size and passes.  The source is read only to name
 # the line of the loop.
 COST = "mlm.case_cost"
+# The gradient cases (the tie's in mlm_forward_tied, the inputs' in multi_head_attention).
+GRADIENT, ATTENTION_GRADIENT = "mlm.case_gradient", "mlm.case_attention_gradient"
+GRADIENT_STEP, GRADIENT_DIRECTIONS, GRADIENT_RTOL = 1e-5, 3, 1e-3
 SIZE_NAMES = {"n": "N", "t": "T", "h": "heads", "m": "M"}  # as the cost case's label shows them
 DIMENSIONS = {"heads": "mlm.dimension_heads", "positions": "mlm.dimension_positions",
               "batch": "mlm.dimension_batch", "masked": "mlm.dimension_masked"}
@@ -259,7 +266,7 @@ def cost_finding(item: str, case: Case, value: dict, loops_over_blocks: bool) ->
 
 def checked(item: str, judge_values, loops_over_blocks: bool = False, judge_gradient=None):
     """The judge of an item: first what the code may not do (a forbidden built-in; on
-    the cost case, a cost that grows), then the result's type (one tensor), then its
+    the cost case, a cost that grows), then the result's type (one float32 tensor), then its
     values (on the gradient case, the shared table's gradient, ``judge_gradient``)."""
     def judge(case, value, ref):
         if not isinstance(value, dict) or "out" not in value:
@@ -269,7 +276,9 @@ def checked(item: str, judge_values, loops_over_blocks: bool = False, judge_grad
             return finding or cost_finding(item, case, value, loops_over_blocks)
         if value.get("type") not in TENSOR_TYPES:
             return Finding("mlm.not_a_tensor", {"type": str(value.get("type"))})
-        if case.label == GRADIENT and judge_gradient is not None:
+        if value.get("dtype") != FLOAT32:  # float64 or bfloat16 from float32 inputs: a slip, whatever the values
+            return Finding("common.wrong_dtype", {"got": str(value.get("dtype")), "expected": FLOAT32})
+        if case.label in (GRADIENT, ATTENTION_GRADIENT) and judge_gradient is not None:
             return judge_gradient(case, value, ref)
         return judge_values(case, value["out"], ref)
     return judge
@@ -362,7 +371,7 @@ LAYER_NORM_ITEM = exercise(
                 keys=("mlm.eps_value",)),
         Promise("var is the biased variance (divide by d, not d - 1)", "symptom mlm.unbiased_variance",
                 keys=("mlm.unbiased_variance",)),
-        Promise("returns a tensor", "the probe sends the result's type: mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
+        RETURNS_TENSOR,
         Promise("nn.LayerNorm / F.layer_norm are not allowed", "raise while checked (probe.py); source check of "
                 "every spelling (F.layer_norm, torch.layer_norm, torch.ops.aten.native_layer_norm, getattr(..., "
                 "'layer_norm'), a name bound by import ... as) with its line; runtime: aten.native_layer_norm "
@@ -409,7 +418,7 @@ GELU_ITEM = exercise(
         Promise("the tanh form 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))",
                 "values (rtol 1e-5); symptom mlm.exact_gelu", keys=("mlm.exact_gelu",)),
         Promise("finite for large inputs", "hidden case |x| up to 100"),
-        Promise("returns a tensor", "mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
+        RETURNS_TENSOR,
         Promise("F.gelu is not allowed", "raise while checked; source check (F.gelu, torch._C._nn.gelu, "
                 "torch.ops.aten.gelu, getattr(torch.ops.aten, 'gelu'), from torch.nn.functional import gelu as g) "
                 "with its line; runtime: aten.gelu dispatched", keys=("mlm.forbidden_gelu",)),
@@ -508,6 +517,64 @@ def attention_symptoms(reference, tol) -> tuple[Symptom, ...]:
     )
 
 
+# The attention's gradient.  Scores taken to NumPy (a softmax there, scipy's, or a
+# .detach() on the way) give the right output and cut the gradient to x, w_q and w_k:
+# only the gradient shows it.  The gradient case sends, raw, the gradient that
+# sum(out * C) leaves in x and in each weight (C a fixed random cotangent); the grader
+# knows each one along fixed random directions, by central differences of the
+# reference in float64, and names every input whose gradient is missing or wrong.
+ATTENTION_INPUTS = ("x", "w_q", "w_k", "w_v", "w_o")
+ATTENTION_GRADIENT_SHAPE = (2, 5, 8, 2)
+
+
+def attention_gradient_case() -> Case:
+    rng = hidden_rng("05_mlm/multi_head_attention/gradient")
+    n, t, d, heads = ATTENTION_GRADIENT_SHAPE
+    args = {"x": _normal(rng, (n, t, d), 1.0), **{k: _normal(rng, (d, d), 2 * d**-0.5) for k in ATTENTION_INPUTS[1:]},
+            "num_heads": heads, "cotangent": _normal(rng, (n, t, d), 1.0)}
+    return Case(ATTENTION_GRADIENT, args, shown={"shape": _mha_shape(n, t, d, heads)})
+
+
+def attention_reference(case: Case):
+    """The output; on the gradient case also, for each input, the gradient of
+    sum(out * C) along each of its directions."""
+    args = {k: v for k, v in case.args.items() if k != "cotangent"}
+    if case.label != ATTENTION_GRADIENT:
+        return mha_ref(**args)
+    cot = np.asarray(case.args["cotangent"], np.float64)
+    loss = lambda **changed: float(np.sum(cot * mha_ref(**{**args, **changed})))
+    rng = np.random.default_rng(0)
+    ref = {"out": mha_ref(**args)}
+    for name in ATTENTION_INPUTS:
+        at = np.asarray(args[name], np.float64)
+        directions = rng.normal(0.0, 1.0, (GRADIENT_DIRECTIONS, *at.shape))
+        along = [(loss(**{name: at + GRADIENT_STEP * u}) - loss(**{name: at - GRADIENT_STEP * u})) / (2 * GRADIENT_STEP)
+                 for u in directions]
+        ref[name] = {"directions": directions, "along": np.array(along)}
+    return ref
+
+
+def judge_attention_gradient(case: Case, value: dict, ref: dict) -> Finding | None:
+    """The output, then the gradient in x and every weight: the inputs it misses, named."""
+    finding = compare_arrays(value["out"], ref["out"], **_scaled(ref["out"], **MHA_TOL))
+    if finding is not None:
+        return finding
+    grads = value.get("grads")
+    if not isinstance(grads, dict):
+        return Finding("common.malformed_record")
+    cut = []
+    for name in ATTENTION_INPUTS:
+        grad, want = as_numbers(grads.get(name)), ref[name]
+        if grad is None or grad.shape != want["directions"].shape[1:]:
+            cut.append(name)
+            continue
+        got = np.tensordot(want["directions"], grad.astype(np.float64), axes=grad.ndim)
+        scale = GRADIENT_RTOL * max(float(np.max(np.abs(want["along"]))), 1e-12)
+        if not np.allclose(got, want["along"], rtol=GRADIENT_RTOL, atol=scale):
+            cut.append(name)
+    return Finding("mlm.attention_gradient_cut", {"names": ", ".join(cut)}) if cut else None
+
+
 ATTENTION_ITEM = exercise(
     "multi_head_attention", 2,
     promises=(
@@ -521,14 +588,21 @@ ATTENTION_ITEM = exercise(
         Promise("no mask: every position sees every other one", "symptom mlm.causal_mask", keys=("mlm.causal_mask",)),
         Promise("heads back together in the same order, then @ w_o", "mlm.head_split covers every wrong merge",
                 keys=("mlm.head_split",)),
-        Promise("returns a tensor", "mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
+        RETURNS_TENSOR,
         Promise("nn.MultiheadAttention, F.scaled_dot_product_attention not allowed", "raise while checked; source "
                 "check of the names with their line; runtime: aten._native_multi_head_attention, "
                 "aten._scaled_dot_product_*", keys=("mlm.forbidden_attention",)),
+        Promise("the gradient reaches x and every weight (the attention trains as part of a model)",
+                "gradient case mlm.case_attention_gradient: the raw gradients of sum(out * C) in x, w_q, w_k, "
+                "w_v, w_o, along three random directions each, against central differences of the reference; "
+                ".numpy() on a tensor that requires grad", keys=("mlm.attention_gradient_cut", "mlm.attention_numpy")),
         WHOLE_TENSORS,
     ),
-    cases=mha_cases, reference=lambda case: mha_ref(**case.args), cost=mha_cost,
+    cases=lambda: mha_cases() + [attention_gradient_case()], reference=attention_reference, cost=mha_cost,
     judge_values=values_judge(attention_symptoms(mha_ref, MHA_TOL), MHA_TOL),
+    judge_gradient=judge_attention_gradient,
+    # .numpy() on a tensor that requires grad (the gradient case's inputs do).
+    errors=(ErrorPattern("mlm.attention_numpy", r"RuntimeError", r"numpy\(\) on Tensor that requires grad"),),
 )
 
 
@@ -648,9 +722,7 @@ def _forward_eps(case, value):
 # the lookup's along fixed random directions, by central differences of the forward
 # pass with the head held still: the student's gradient along each direction must be
 # the sum of the two.
-GRADIENT = "mlm.case_gradient"
 GRADIENT_SHAPE = (2, 5, 12, 8, 2, 1, "some")
-GRADIENT_STEP, GRADIENT_DIRECTIONS, GRADIENT_RTOL = 1e-5, 3, 1e-3
 
 
 def gradient_case() -> Case:
@@ -722,7 +794,7 @@ FORWARD_ITEM = exercise(
                       "mlm.tie_gradient_wrong")),
         Promise("return logits_all[mask_indicator > 0.5], (M, V), batch-then-position order",
                 "masks some, none (M = 0) and all; symptom mlm.not_gathered", keys=("mlm.not_gathered",)),
-        Promise("returns a tensor", "mlm.not_a_tensor", keys=("mlm.not_a_tensor",)),
+        RETURNS_TENSOR,
         Promise("no Python loop over heads or positions (the loop over the blocks is the one allowed)",
                 "cost case: the dispatched operations may not grow with heads, T, N or the masked positions M "
                 "(the blocks stay one); mlm.python_loop_forward names a loop not over blocks_weights",

@@ -80,8 +80,8 @@ def _recorder():
 def _guarded_call(ns, name, args, kwargs=None, helpers=None, then=None):
     """``ns[name](*args, **kwargs)`` with the forbidden built-ins raising and, when
     given, ``helpers`` standing in for the notebook's names of the same while; the
-    result as NumPy, its type, the operations it dispatched and the code it ran, and
-    what ``then(result)`` adds (run after the call, its operations not counted)."""
+    result as NumPy, its type and dtype (raw: NumPy has no bfloat16), the operations it
+    dispatched and the code it ran, and what ``then(result)`` adds (run after the call, its operations not counted)."""
     fn = lookup(ns, name)  # a NameError before anything is patched
     code = code_facts(ns, name, skip=ITEMS)
     targets = _forbidden_targets()
@@ -112,7 +112,8 @@ def _guarded_call(ns, name, args, kwargs=None, helpers=None, then=None):
                 space.pop(key, None)
             else:
                 space[key] = value
-    return {"out": _numpy(result), "type": type(result).__name__, "ops": sorted(recorder.ops),
+    return {"out": _numpy(result), "type": type(result).__name__, "dtype": str(getattr(result, "dtype", None)),
+            "ops": sorted(recorder.ops),
             "count": recorder.count, "code": code, **extra}
 
 
@@ -188,10 +189,30 @@ def gelu_tanh(ns, x):
     return _guarded_call(ns, "gelu_tanh", [_tensor(x)])
 
 
+ATTENTION_INPUTS = ("x", "w_q", "w_k", "w_v", "w_o")
+
+
+def _input_gradients(inputs: dict, cotangent):
+    """After the call: the raw gradient that ``sum(out * cotangent)`` leaves in each
+    input (None where nothing reaches it)."""
+    def backward(result):
+        try:
+            (result * _tensor(cotangent)).sum().backward()
+        except (RuntimeError, TypeError, ValueError) as error:
+            return {"grads": dict.fromkeys(inputs), "grad_error": f"{type(error).__name__}: {error}"}
+        return {"grads": {name: None if t.grad is None else t.grad.detach().numpy().copy()
+                          for name, t in inputs.items()}}
+
+    return backward
+
+
 @_costed
-def multi_head_attention(ns, x, w_q, w_k, w_v, w_o, num_heads):
+def multi_head_attention(ns, x, w_q, w_k, w_v, w_o, num_heads, cotangent=None):
     tensors = [_tensor(a) for a in (x, w_q, w_k, w_v, w_o)]
-    return _guarded_call(ns, "multi_head_attention", tensors + [int(num_heads)])
+    then = None
+    if cotangent is not None:  # the gradient case: what reaches x and each weight
+        then = _input_gradients({n: t.requires_grad_() for n, t in zip(ATTENTION_INPUTS, tensors)}, cotangent)
+    return _guarded_call(ns, "multi_head_attention", tensors + [int(num_heads)], then=then)
 
 
 def _table_gradient(table, cotangent):

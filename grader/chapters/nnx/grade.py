@@ -35,7 +35,7 @@ from grader.chapters.tied_matrix import (
     unblocked_promise,
 )
 from grader.drawing import extremes, hidden_rng
-from grader.pipeline.judge.items import close, matches_reference, one_array
+from grader.pipeline.judge.items import CONTAINERS, close, matches_reference, one_array
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 KEYS = dict(
@@ -137,6 +137,8 @@ def judge_forward(case: Case, value: dict, ref) -> Finding | None:
         return malformed(value)
     if value["logits"] is None:
         return nowhere_written(value)
+    if value.get("type") in CONTAINERS:
+        return Finding("common.not_one_array", {"got": value["type"]})
     finding = _judge_logits(case, value["logits"], ref)
     if finding is not None and finding.key in ("common.wrong_values", "common.untied") and len(value["params"]) > 1:
         return Finding("nnx.forward_untied", {"count": len(value["params"]), "names": _names(value["params"])})
@@ -147,8 +149,9 @@ TIEDEMBED_CALL = Item(
     name="TiedEmbed.__call__", symbol="TiedEmbed", points=2, probe="tiedembed_forward",
     promises=(
         *ids_promises("tiedembed_forward"),
-        Promise("returns logits of shape (T, V)", "common.wrong_shape; nnx.product_transposed; nnx.no_lookup",
-                keys=("common.wrong_shape", "nnx.product_transposed", "nnx.no_lookup")),
+        Promise("returns logits of shape (T, V)", "common.wrong_shape; nnx.product_transposed; nnx.no_lookup; a "
+                "tuple, list or dict of rows is common.not_one_array, judged from the raw type",
+                keys=("common.wrong_shape", "nnx.product_transposed", "nnx.no_lookup", "common.not_one_array")),
         Promise("look the ids up in the matrix", "nnx.wrong_rows (an off-by-one or reordered lookup)",
                 keys=("nnx.wrong_rows",)),
         Promise("then project with its transpose", "nnx.missing_transpose (square case, or MISSING_TRANSPOSE); "
@@ -227,7 +230,8 @@ TIEDEMBED_GRADIENT = Item(
                 "sends the raw gradient of the matrix; judge_gradient compares with gradient_paths (float64) within "
                 "rtol=1e-4, atol=1e-6", keys=("nnx.grad_after_forward",)),
         unblocked_promise("nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)", KEYS, "nnx.grad_numpy",
-                          ("when nnx.grad gives the matrix nothing", "nnx.grad_not_a_param")),
+                          ("when nnx.grad gives the matrix nothing", "nnx.grad_not_a_param"),
+                          ("for logits returned as a tuple, list or dict of rows", "common.not_one_array")),
         Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
                 "public case: the same matrix, ids and targets"),
         Promise("1 to 64 ids, V up to 512, D up to 256",

@@ -109,7 +109,7 @@ def tiedembed_forward(ns, vocab_size, d_model, token_ids, embedding):
     model = _build(ns, vocab_size, d_model, 0)
     found = _write_matrix(model, vocab_size, d_model, embedding)
     logits = model(jnp.asarray(token_ids, jnp.int32)) if found["path"] else None
-    return {**found, "logits": logits}
+    return {**found, "logits": logits, "type": type(logits).__name__}  # raw: a tuple of rows goes as a list
 
 
 def tiedembed_gradient(ns, vocab_size, d_model, token_ids, targets, embedding):
@@ -125,6 +125,7 @@ def tiedembed_gradient(ns, vocab_size, d_model, token_ids, targets, embedding):
         return {**found, "logits": None, "grad": None}
     ids = jnp.asarray(token_ids, jnp.int32)
     logits = model(ids)
+    found["type"] = type(logits).__name__
     if tuple(getattr(logits, "shape", ())) != (len(token_ids), vocab_size):
         return {**found, "logits": logits, "grad": None}
     grads = nnx.grad(lambda m: mean_cross_entropy(m(ids), targets))(model)
