@@ -63,7 +63,7 @@ def test_a_stuck_function_is_a_timeout_verdict_naming_the_students_line():
     namespace = cell_code("def tied_io_embed(seed, token_ids, vocab_size, d_model):\n"
                           "    while True:\n"
                           "        seed = seed + 1\n")
-    result = check("tied_io_embed", lang="en", namespace=namespace, timeout=0.5)
+    result = check("tied_io_embed", lang="en", namespace=namespace, timeout=3)
     (verdict,) = result.verdicts
     assert verdict.status == TIMEOUT and verdict.finding.key == "common.timeout_in_check"
     message = as_dict(result, "en")["items"][0]["message"]
@@ -75,7 +75,7 @@ def test_a_worked_example_that_never_ends_is_a_timeout_naming_its_cell(tmp_path)
     position, example = next((n, c) for n, c in enumerate(nb.cells, 1) if "NBVAL_CHECK_OUTPUT" in c.source)
     example.source = "# NBVAL_CHECK_OUTPUT\nwhile True:\n    pass"
     namespace = {"__session__": str(write(nb, tmp_path / "01_linen.ipynb")), "_ih": [""]}
-    notebook = as_dict(check("01_linen", lang="en", namespace=namespace, timeout=0.5), "en")["items"][0]
+    notebook = as_dict(check("01_linen", lang="en", namespace=namespace, timeout=3), "en")["items"][0]
     assert notebook["verdict"] == TIMEOUT and notebook["key"] == "common.timeout_in_cell"
     assert f"cell {position} (“while True:”)" in notebook["message"] and "timeout=" in notebook["message"]
 
