@@ -33,8 +33,9 @@ import platform
 import shutil
 import sys
 import tempfile
+import threading
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, wraps
 from importlib import metadata
 from pathlib import Path
 
@@ -197,13 +198,36 @@ def store(chapter_id: str, item_name: str, encoded: list) -> None:
 
 # ---------------------------------------------------------------- an item's cases and references
 
-@cache
+def once_per_item(build):
+    """``build(chapter_id, item_name)`` run once per item and process, whatever the threads:
+    a batch grades several notebooks of a chapter in threads of one process, and each
+    warms the references while its kernel runs.  Two threads asking for the same item
+    get the same object; the second waits for the first."""
+    done: dict[tuple[str, str], object] = {}
+    locks: dict[tuple[str, str], threading.Lock] = {}
+    guard = threading.Lock()
+
+    @wraps(build)
+    def get(chapter_id: str, item_name: str):
+        key = (chapter_id, item_name)
+        with guard:
+            lock = locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in done:
+                done[key] = build(chapter_id, item_name)
+            return done[key]
+
+    get.cache_clear = lambda: (done.clear(), locks.clear())  # type: ignore[attr-defined]
+    return get
+
+
+@once_per_item
 def cases(chapter_id: str, item_name: str) -> tuple[Case, ...]:
     """An item's cases, built once per process (hidden ones depend on the secret in use)."""
     return tuple(chapter(chapter_id).item(item_name).drawn_cases())
 
 
-@cache
+@once_per_item
 def references(chapter_id: str, item_name: str) -> tuple:
     """Reference values for every case of an item: from the disk, else computed and stored.
 

@@ -6,6 +6,8 @@ Chapter 04 (NumPy) keeps the reference tests fast; the code path is the same for
 import hashlib
 import json
 import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -170,3 +172,48 @@ def test_folders_of_other_fingerprints_are_pruned(cache_dir):
     disk_cache.references(CHAPTER, ITEM)
     assert not old.exists() and kept.is_dir()
     assert stored_file(cache_dir).parent.name == disk_cache.fingerprint()
+
+
+def _encoded_cases(ch_id: str, item_name: str) -> str:
+    drawn = chapter(ch_id).item(item_name).drawn_cases()
+    return json.dumps([[c.label, encode(c.args)] for c in drawn])
+
+
+def test_cases_drawn_in_threads_at_once_are_the_cases_drawn_alone():
+    """A batch draws an item's cases in several threads of one process at once (each
+    notebook's probe bundle, each notebook's references warmed while its kernel runs).
+    A draw from a generator they share (``torch.manual_seed`` then ``torch.randn``) hands
+    each thread a different mix of numbers: the kernel then runs other arguments than
+    the judge compares, and a right answer is told it is wrong."""
+    from grader.registry import chapters
+
+    names = [(ch.id, item.name) for ch in chapters().values() for item in ch.items]
+    alone = {key: _encoded_cases(*key) for key in names}
+    start = threading.Barrier(4)
+
+    def draw_all(_):
+        start.wait()
+        return {key: _encoded_cases(*key) for key in names}
+
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(draw_all, range(4)))
+    for drawn in together:
+        assert [key for key in names if drawn[key] != alone[key]] == []
+
+
+def test_an_item_is_built_once_whatever_the_threads():
+    built = []
+    start = threading.Barrier(4)
+
+    @disk_cache.once_per_item
+    def build(chapter_id, item_name):
+        built.append((chapter_id, item_name))
+        return object()
+
+    def ask(_):
+        start.wait()
+        return build("05_mlm", "mlm_forward_tied")
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(ask, range(4)))
+    assert built == [("05_mlm", "mlm_forward_tied")] and all(g is got[0] for g in got)
