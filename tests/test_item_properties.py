@@ -70,7 +70,8 @@ def finding_keys(obj, found: set[str], seen: dict) -> set[str]:
     """Every finding key that ``obj`` (a judge, a symptom, an error pattern, or what they
     hold) can give: the string constants of the chapter's functions it reaches, through
     their code, the module globals they name, their closures and defaults, and the closures
-    of the shared helpers that wrap them (``matches_reference``)."""
+    of the shared helpers that wrap them (``matches_reference``); a name read from a
+    chapter module imported whole (``tied.judge_logits``) counts as a global."""
     if id(obj) in seen:
         return found
     seen[id(obj)] = obj  # kept alive: a freed temporary would lend its id to the next one
@@ -89,7 +90,11 @@ def finding_keys(obj, found: set[str], seen: dict) -> set[str]:
     elif inspect.isfunction(obj):
         if obj.__module__.startswith("grader.chapters"):
             finding_keys(obj.__code__.co_consts, found, seen)
-            finding_keys([obj.__globals__[n] for n in code_names(obj.__code__) if n in obj.__globals__], found, seen)
+            names = code_names(obj.__code__)
+            held = [obj.__globals__[n] for n in names if n in obj.__globals__]
+            held += [getattr(module, n) for module in held if inspect.ismodule(module)
+                     and module.__name__.startswith("grader.chapters") for n in names if hasattr(module, n)]
+            finding_keys(held, found, seen)
             finding_keys(obj.__defaults__ or (), found, seen)
         finding_keys([cell.cell_contents for cell in obj.__closure__ or ()], found, seen)
     elif isinstance(obj, types.CodeType):

@@ -28,6 +28,17 @@ FORWARD_TOL = dict(rtol=1e-4, atol=1e-5)
 GRAD_TOL = dict(rtol=1e-4, atol=1e-6)
 
 
+# The symptoms of a wrong tied matrix (``logits_symptom``, ``judge_gradient``): each chapter
+# names them in its own catalog, ``<chapter>.<symptom>``.
+SYMPTOMS = ("product_transposed", "missing_transpose", "no_lookup", "wrong_rows", "scaled", "grad_after_forward",
+            "grad_blocked", "grad_lookup_blocked", "grad_head_blocked")
+
+
+def symptom_keys(chapter: str) -> dict[str, str]:
+    """The catalog key of each of the ``SYMPTOMS`` in ``chapter``: ``linen.wrong_rows``."""
+    return {symptom: f"{chapter}.{symptom}" for symptom in SYMPTOMS}
+
+
 def shape_shown(**sizes) -> dict:
     """The ``shown`` of a case: its sizes, as the student would write them."""
     return {"shape": ", ".join(f"{k}={v}" for k, v in sizes.items())}
@@ -133,7 +144,7 @@ def logits_symptom(keys: dict, embedding, token_ids, value, ref, tol: dict = FOR
         return None
     t, v = ref.shape
     if arr.size == ref.size and close(np.reshape(arr, (v, t)).T, ref, **tol):
-        return Finding(keys["transposed"])
+        return Finding(keys["product_transposed"])
     if arr.size == ref.size and v == emb.shape[1] and close(np.reshape(arr, (t, v)), emb[ids] @ emb, **tol):
         return Finding(keys["missing_transpose"])
     if arr.size == v * v and t != v and close(np.reshape(arr, (v, v)), emb @ emb.T, **tol):
@@ -211,6 +222,18 @@ def unblocked_promise(says: str, keys: dict, numpy_key: str, *more: tuple[str, s
                    keys=(*blocked, numpy_key, *(key for _, key in more)))
 
 
+def gradient_promises(says: str, probe: str, keys: dict, numpy_key: str, *more: tuple[str, str],
+                      unblocked: str = "nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)"
+                      ) -> tuple[Promise, Promise]:
+    """The promises of an item judged by ``judge_gradient(keys)``: ``says`` that the
+    gradient of the one matrix is the sum of both paths, which ``probe`` (what the probe
+    differentiates) sends raw; and ``unblocked_promise(unblocked, keys, numpy_key, *more)``."""
+    check = f"{probe} and sends the raw gradient; judge_gradient compares it with gradient_paths (both paths, " \
+            f"float64) within rtol={GRAD_TOL['rtol']:g}, atol={GRAD_TOL['atol']:g}"
+    return (Promise(says, check, keys=(keys["grad_after_forward"],)),
+            unblocked_promise(unblocked, keys, numpy_key, *more))
+
+
 # ---------------------------------------------------------------- the cases of the exercises both chapters have
 
 def structure_cases() -> list[Case]:
@@ -247,6 +270,26 @@ def ids_promises(probe: str) -> tuple[Promise, ...]:
 
 def forward_reference(case: Case) -> np.ndarray:
     return tied_logits(case.args["embedding"], case.args["token_ids"])
+
+def embed_promises(chapter: str, build: Promise, apply: Promise) -> tuple[Promise, ...]:
+    """The promises of ``tied_io_embed``, the same exercise in both chapters but for how
+    the module is built (``build``) and applied (``apply``); ``chapter`` prefixes the keys."""
+    return (
+        Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
+                "every case sends floats, the ids a float32 array; called positionally as the signature has no "
+                "defaults"),
+        Promise("cast V and D to int", f"FLOAT_SIZES: {chapter}.float_sizes", keys=(f"{chapter}.float_sizes",)),
+        Promise("and the ids to jnp.int32", f"FLOAT_IDS: {chapter}.float_ids", keys=(f"{chapter}.float_ids",)),
+        build,
+        apply,
+        Promise("return the logits flattened to shape (T·V,) with .reshape(-1)", "common.not_flattened when the "
+                "(T, V) array is right; a tuple, list or dict is common.not_one_array, judged from the raw type "
+                "(probe call_alone)", keys=("common.not_flattened", "common.not_one_array")),
+        Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
+                "(common.wrong_dtype)", keys=("common.wrong_dtype",)),
+        Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
+    )
+
 
 def embed_sizes(case: Case) -> tuple[int, int, int]:
     seed, _, v, d = case.args["args"]
