@@ -6,7 +6,8 @@ import pytest
 
 import grader.chapters.source_checks as source_checks
 from grader.chapters.gpt_head.grade import framework_finding
-from grader.chapters.mlm.grade import FORBIDDEN_NAMES, code_finding, cost_finding, forward_cost
+from grader.chapters.mlm.cases import forward_cost
+from grader.chapters.mlm.code_rules import FORBIDDEN_NAMES, code_finding, cost_finding
 
 
 def src(text: str) -> str:
