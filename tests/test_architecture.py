@@ -95,12 +95,22 @@ def test_no_import_circle_in_the_grader():
     assert not found, "import circle: " + " -> ".join(found)
 
 
+def reached(edges: dict[str, set[str]], start: set[str]) -> set[str]:
+    """The modules that ``start`` imports, directly or through others."""
+    found, stack = set(), list(start)
+    while stack:
+        for nxt in edges[stack.pop()] - found:
+            found.add(nxt)
+            stack.append(nxt)
+    return found
+
+
 def test_a_chapter_module_without_a_chapter_is_shared_or_part_of_one():
     """``registry.chapters`` skips a module that declares no ``CHAPTER``: that is
-    right only for a module that chapter modules import.  One at the top of
-    ``grader/chapters/`` holds what chapters share, or a rule any chapter may adopt
-    (``plain_numpy``); one in a chapter's folder (``mlm/reference.py``) is a part of
-    that chapter, which its ``grade.py`` imports."""
+    right only for a module that chapter modules import, directly or through another.
+    One at the top of ``grader/chapters/`` holds what chapters share, or a rule any
+    chapter may adopt (``plain_numpy``); one in a chapter's folder (``mlm/reference.py``)
+    is a part of that chapter, which its ``grade.py`` imports."""
     edges = graph()
     declared = {name for name, path in modules().items() if name.startswith("grader.chapters.")
                 and not is_probe(name) and "CHAPTER =" in path.read_text(encoding="utf-8")}
@@ -109,4 +119,4 @@ def test_a_chapter_module_without_a_chapter_is_shared_or_part_of_one():
                 and name not in declared):
             folder = name.rpartition(".")[0]
             users = declared if folder == "grader.chapters" else {f"{folder}.grade"}
-            assert any(name in edges[user] for user in users), f"{name}: no CHAPTER, and no chapter imports it"
+            assert name in reached(edges, users), f"{name}: no CHAPTER, and no chapter imports it"

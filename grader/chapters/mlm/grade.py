@@ -121,7 +121,6 @@ WHOLE_TENSORS = Promise("Work on whole tensors: no Python loop over heads or pos
                         keys=("mlm.cost_grows", "mlm.python_loop"))
 
 
-
 def checked(item: str, judge_values, loops_over_blocks: bool = False, judge_gradient=None):
     """The judge of an item: first what the code may not do (a forbidden built-in; on
     the cost case, a cost that grows), then the result's type (one float32 tensor), then its
