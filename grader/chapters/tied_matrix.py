@@ -8,11 +8,13 @@ message keys (``keys``); neither chapter module imports the other.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from grader.drawing import float_args, hidden_rng, sample_std, self_logits_negative
-from grader.pipeline.judge.items import CONTAINERS, as_numbers, close, compare_arrays
-from grader.registry import Case, Finding, Promise
+from grader.pipeline.judge.items import CONTAINERS, as_numbers, close, compare_arrays, one_array
+from grader.registry import Case, Finding, Item, Promise
 
 # The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
 MAX_TOKENS, MAX_VOCAB, MAX_D = 64, 512, 256
@@ -294,6 +296,47 @@ def embed_promises(chapter: str, build: Promise, apply: Promise) -> tuple[Promis
 def embed_sizes(case: Case) -> tuple[int, int, int]:
     seed, _, v, d = case.args["args"]
     return int(seed), int(v), int(d)
+
+
+def embed_reference(drawn):
+    """The reference of ``tied_io_embed``: the tied logits, flattened, of the matrix that
+    ``drawn(seed, V, D)`` draws (the module's own initialiser) for the case's ids."""
+    return lambda case: tied_logits(drawn(*embed_sizes(case)), ids_of(case)).reshape(-1)
+
+
+def judge_embed(keys: dict, drawn, tol: dict, ignores_seed: str, retried=("common.wrong_values",), also=None):
+    """Judge of ``tied_io_embed`` (``embed_reference(drawn)``), in float32 within ``tol``,
+    with the symptoms of a wrong lookup or projection (``judge_logits``).  On a finding
+    of ``retried``: first ``also(case, value, ref, finding)``, a mistake of the chapter's
+    own, then ``ignores_seed`` when the value is seed 0's logits."""
+
+    def judge(case: Case, value, ref) -> Finding | None:
+        seed, v, d = embed_sizes(case)
+        finding = judge_logits(keys, lambda c: drawn(seed, v, d), flat=True, tol=tol, dtype="float32")(case, value, ref)
+        if finding is None or finding.key not in retried:
+            return finding
+        found = also(case, value, ref, finding) if also is not None else None
+        if found is not None:
+            return found
+        if seed != 0 and close(value, tied_logits(drawn(0, v, d), ids_of(case)).ravel(), **tol):
+            return Finding(ignores_seed, finding.params)
+        return finding
+
+    return judge
+
+
+def embed_item(chapter_id: str, chapter: str, points: int, stands_on: str, drawn, tol: dict, build: Promise,
+               apply: Promise, **judged) -> Item:
+    """``tied_io_embed(seed, token_ids, vocab_size, d_model)`` of a chapter: the module
+    ``stands_on`` built by the seed (``build``, whose matrix ``drawn(seed, V, D)`` draws),
+    applied to the ids (``apply``), the logits flattened; ``chapter`` prefixes its keys,
+    ``judged`` goes to ``judge_embed``.  The probe ``call_alone`` runs it with the
+    reference ``stands_on``, so that the module's mistakes stay the module's."""
+    keys = symptom_keys(chapter)
+    return Item(name="tied_io_embed", points=points, probe="call_alone", stands_on=stands_on,
+                promises=embed_promises(chapter, build, apply),
+                cases=partial(embed_cases, f"{chapter_id}/tied_io_embed"), reference=embed_reference(drawn),
+                judge=one_array(judge_embed(keys, drawn, tol, f"{chapter}.ignores_seed", **judged)))
 
 
 def embed_cases(item: str) -> list[Case]:

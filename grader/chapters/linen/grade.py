@@ -137,33 +137,15 @@ TIEDIO_GRADIENT = Item(
 EMBED_TOL = dict(rtol=1e-5, atol=1e-6)
 
 
-def judge_embed(case: Case, value, ref) -> Finding | None:
-    seed, v, d = tied.embed_sizes(case)
-    finding = tied.judge_logits(KEYS, lambda c: reference_embedding(seed, v, d), flat=True, tol=EMBED_TOL,
-                                dtype="float32")(case, value, ref)
-    if finding is not None and finding.key == "common.wrong_values" and seed != 0:
-        if close(value, tied.tied_logits(reference_embedding(0, v, d), tied.ids_of(case)).ravel(), **EMBED_TOL):
-            return Finding("linen.ignores_seed", finding.params)
-    return finding
-
-
-TIED_IO_EMBED = Item(
-    name="tied_io_embed", points=3, probe="call_alone",
-    stands_on="TiedIO",
-    promises=tied.embed_promises(
-        "linen",
-        Promise("initialise TiedIO with jax.random.PRNGKey(int(seed))", "values equal the reference's draw for each "
-                "hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed; "
-                "probe call_alone runs it with the reference TiedIO, so TiedIO's mistakes stay TiedIO's",
-                keys=("linen.ignores_seed", "linen.float_seed")),
-        Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; "
-                "common.untied when a token's logit with itself is negative; linen.scaled",
-                keys=("common.untied", "linen.scaled")),
-    ),
-    cases=partial(tied.embed_cases, "01_linen/tied_io_embed"),
-    reference=lambda case: tied.tied_logits(reference_embedding(*tied.embed_sizes(case)),
-                                            tied.ids_of(case)).reshape(-1),
-    judge=one_array(judge_embed),
+TIED_IO_EMBED = tied.embed_item(
+    "01_linen", "linen", points=3, stands_on="TiedIO", drawn=reference_embedding, tol=EMBED_TOL,
+    build=Promise("initialise TiedIO with jax.random.PRNGKey(int(seed))", "values equal the reference's draw for "
+                  "each hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed; "
+                  "probe call_alone runs it with the reference TiedIO, so TiedIO's mistakes stay TiedIO's",
+                  keys=("linen.ignores_seed", "linen.float_seed")),
+    apply=Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; "
+                  "common.untied when a token's logit with itself is negative; linen.scaled",
+                  keys=("common.untied", "linen.scaled")),
 )
 
 

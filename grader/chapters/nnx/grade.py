@@ -257,38 +257,23 @@ TIEDEMBED_WARNINGS = Item(
 EMBED_TOL = dict(rtol=1e-5, atol=1e-5)
 
 
-def reference_embed(seed, ids, vocab_size, d_model) -> np.ndarray:
-    return tied.tied_logits(reference_embedding(seed, vocab_size, d_model), ids).reshape(-1)
-
-
-def judge_embed(case: Case, value, ref) -> Finding | None:
-    seed, v, d = tied.embed_sizes(case)
-    finding = tied.judge_logits(KEYS, lambda c: reference_embedding(seed, v, d), flat=True, tol=EMBED_TOL,
-                                dtype="float32")(case, value, ref)
-    if finding is None or finding.key not in ("common.wrong_values", "nnx.scaled"):
-        return finding
-    if d > 1 and close(value, d * ref, rtol=1e-4, atol=1e-4):  # the normal draw was not divided by sqrt(D)
+def init_scale(case: Case, value, ref, finding: Finding) -> Finding | None:
+    """The normal draw not divided by sqrt(D): every logit D times too large."""
+    d = tied.embed_sizes(case)[2]
+    if d > 1 and close(value, d * ref, rtol=1e-4, atol=1e-4):
         return Finding("nnx.init_scale", finding.params)
-    if seed != 0 and close(value, reference_embed(0, tied.ids_of(case), v, d), **EMBED_TOL):
-        return Finding("nnx.ignores_seed", finding.params)
-    return finding
+    return None
 
 
-TIED_IO_EMBED = Item(
-    name="tied_io_embed", points=2, probe="call_alone",
-    stands_on="TiedEmbed",
-    promises=tied.embed_promises(
-        "nnx",
-        Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden seed "
-                "(all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: nnx.float_seed; "
-                "probe call_alone runs it with the reference TiedEmbed, so TiedEmbed's mistakes stay TiedEmbed's",
-                keys=("nnx.ignores_seed", "nnx.init_scale", "nnx.float_seed")),
-        Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied",
-                keys=("common.untied",)),
-    ),
-    cases=partial(tied.embed_cases, "02_nnx/tied_io_embed"),
-    reference=lambda case: reference_embed(tied.embed_sizes(case)[0], tied.ids_of(case), *tied.embed_sizes(case)[1:]),
-    judge=one_array(judge_embed),
+TIED_IO_EMBED = tied.embed_item(
+    "02_nnx", "nnx", points=2, stands_on="TiedEmbed", drawn=reference_embedding, tol=EMBED_TOL,
+    build=Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden "
+                  "seed (all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: "
+                  "nnx.float_seed; probe call_alone runs it with the reference TiedEmbed, so TiedEmbed's mistakes "
+                  "stay TiedEmbed's", keys=("nnx.ignores_seed", "nnx.init_scale", "nnx.float_seed")),
+    apply=Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied",
+                  keys=("common.untied",)),
+    retried=("common.wrong_values", "nnx.scaled"), also=init_scale,
 )
 
 
