@@ -236,4 +236,12 @@ def typed_call(namespace, fn, args):
     return {"type": type(result).__name__, "out": result}
 
 
+def typed_call_standing_in(namespace, fn, args, stand_ins):
+    """``typed_call`` with the book's ``stand_ins`` (a name → an object) in place of the
+    notebook's (``standing_in``): a function that builds on another exercise is judged
+    on its own code, and a mistake in that exercise is its own items' to report."""
+    with standing_in(namespace, stand_ins):
+        return typed_call(namespace, fn, args)
+
+
 PROBES = {"call": call, "typed_call": typed_call}

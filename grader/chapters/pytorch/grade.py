@@ -155,6 +155,14 @@ TIE_WEIGHTS_REFUSED = Item(
 TRANSPOSED_HEAD = ErrorPattern("pytorch.transposed", r"RuntimeError", SHAPES_DONT_MULTIPLY)
 
 
+def tinylm_item(name: str, probe: str, cases, judge, promises: tuple[Promise, ...]) -> Item:
+    """An item of ``TinyLM`` (2 points): the probe builds it with the reference
+    ``tie_weights`` in place of the notebook's (whose mistakes are that item's), and the
+    judge reads the facts alone, with no reference value."""
+    return Item(name=name, symbol="TinyLM", points=2, probe=probe, stands_on="tie_weights", cases=cases,
+                reference=lambda case: None, judge=judge, errors=(TRANSPOSED_HEAD,), promises=promises)
+
+
 # ------------------------------------------------------------ TinyLM: its modules, and one matrix for embed and lm_head
 
 def _expected_kinds(v: int, d: int) -> dict:
@@ -215,10 +223,8 @@ def judge_structure(case: Case, facts: dict, _ref) -> Finding | None:
     return None
 
 
-TINYLM_TIED = Item(
-    name="TinyLM.tied", symbol="TinyLM", points=2, probe="tinylm_structure", stands_on="tie_weights",
-    cases=structure_cases, reference=lambda case: None, judge=judge_structure,
-    errors=(TRANSPOSED_HEAD,),
+TINYLM_TIED = tinylm_item(
+    "TinyLM.tied", "tinylm_structure", structure_cases, judge_structure,
     promises=(
         Promise("TinyLM(vocab_size, d_model, n_layers=2)",
                 "probe passes n_layers by keyword, or leaves it out (cases 0 and 3 expect 2 blocks)"),
@@ -278,10 +284,8 @@ def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
     return Finding("pytorch.logits_not_tied")
 
 
-TINYLM_FORWARD = Item(
-    name="TinyLM.forward", symbol="TinyLM", points=2, probe="tinylm_forward", stands_on="tie_weights",
-    cases=forward_cases, reference=lambda case: None, judge=judge_forward,
-    errors=(TRANSPOSED_HEAD,),
+TINYLM_FORWARD = tinylm_item(
+    "TinyLM.forward", "tinylm_forward", forward_cases, judge_forward,
     promises=(
         Promise("forward(input_ids): int64 ids (B, T) to float32 logits (B, T, V)",
                 "judge_forward: a tensor, dtype torch.float32, shape (B, T, V); a parameter or buffer that is not "
@@ -339,10 +343,8 @@ def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
     return Finding("pytorch.projection_detached")
 
 
-TINYLM_GRAD = Item(
-    name="TinyLM.grad", symbol="TinyLM", points=2, probe="tinylm_grad", stands_on="tie_weights",
-    cases=grad_cases, reference=lambda case: None, judge=judge_grad,
-    errors=(TRANSPOSED_HEAD,),
+TINYLM_GRAD = tinylm_item(
+    "TinyLM.grad", "tinylm_grad", grad_cases, judge_grad,
     promises=(
         Promise("the shared matrix's gradient is the sum of the lookup's and the projection's",
                 "probe re-ties an untied model and sends the raw gradient of embed.weight with what each "
