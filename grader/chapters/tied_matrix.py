@@ -78,6 +78,22 @@ def init_std_finding(values, n: int, expected: float, shown) -> Finding | None:
     return None
 
 
+def matrix_finding(shape, values, case: Case, std: float, std_shown) -> Finding | None:
+    """What is wrong with the module's one matrix, of ``shape`` and ``values``: not the
+    case's (V, D), or entries whose std is not ``std`` (``init_std_finding``)."""
+    expected = (case.args["vocab_size"], case.args["d_model"])
+    if tuple(shape) != expected:
+        return Finding("common.wrong_param_shape", {"got": tuple(shape), "expected": expected})
+    return init_std_finding(values, expected[0] * expected[1], std, std_shown)
+
+
+def structure_item(symbol: str, probe: str, judge, promises: tuple[Promise, ...]) -> Item:
+    """The item ``<symbol>.params`` of the module that holds the one matrix: ``probe``
+    reports its parameters as built on ``structure_cases``, and ``judge`` reads them."""
+    return Item(name=f"{symbol}.params", symbol=symbol, points=2, probe=probe, promises=promises,
+                cases=structure_cases, reference=lambda case: None, judge=judge)
+
+
 # -------------------------------------------------------------- the tied matrix: its logits, its gradient, its symptoms
 
 def tied_logits(embedding, token_ids) -> np.ndarray:

@@ -24,19 +24,16 @@ KEYS = tied.symptom_keys("linen")
 # ---------------------------------------------------------------- TiedIO(vocab_size, d_model): its parameter
 
 def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
-    paths, shapes = tree["paths"], tree["shapes"]
-    shape = [case.args["vocab_size"], case.args["d_model"]]
+    paths = tree["paths"]
     if len(paths) != 1:
         return Finding("linen.param_count", {"count": len(paths), "names": ", ".join(paths)})
     if paths[0] != "params/embedding":
         return Finding("linen.param_name", {"name": paths[0]})
-    if list(shapes[0]) != shape:
-        return Finding("common.wrong_param_shape", {"got": tuple(shapes[0]), "expected": tuple(shape)})
-    return tied.init_std_finding(tree["values"][0], shape[0] * shape[1], INIT_STD, INIT_STD)
+    return tied.matrix_finding(tree["shapes"][0], tree["values"][0], case, INIT_STD, INIT_STD)
 
 
-TIEDIO_PARAMS = Item(
-    name="TiedIO.params", symbol="TiedIO", points=2, probe="tiedio_structure",
+TIEDIO_PARAMS = tied.structure_item(
+    "TiedIO", "tiedio_structure", judge_structure,
     promises=(
         Promise("a Linen module with fields vocab_size and d_model",
                 "probe tiedio_structure builds TiedIO(vocab_size=V, d_model=D) by keyword"),
@@ -52,7 +49,6 @@ TIEDIO_PARAMS = Item(
                 "exact draw is held by tied_io_embed's values", keys=("common.init_std",)),
         Promise("the worked example: one (4, 3) leaf", "public case V=4, D=3, seed 0, as in the notebook"),
     ),
-    cases=tied.structure_cases, reference=lambda case: None, judge=judge_structure,
 )
 
 

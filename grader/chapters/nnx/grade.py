@@ -71,14 +71,12 @@ def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
         return Finding("nnx.param_in_submodule", {"name": paths[0]})
     if paths[0] != "embedding":
         return Finding("nnx.param_name", {"name": paths[0]})
-    if list(shapes[0]) != [v, d]:
-        return Finding("common.wrong_param_shape", {"got": tuple(shapes[0]), "expected": (v, d)})
     expected = 1.0 / np.sqrt(d)
-    return tied.init_std_finding(values[0], v * d, expected, f"1/√{d} ≈ {expected:.4g}")
+    return tied.matrix_finding(shapes[0], values[0], case, expected, f"1/√{d} ≈ {expected:.4g}")
 
 
-TIEDEMBED_PARAMS = Item(
-    name="TiedEmbed.params", symbol="TiedEmbed", points=2, probe="tiedembed_structure",
+TIEDEMBED_PARAMS = tied.structure_item(
+    "TiedEmbed", "tiedembed_structure", judge_structure,
     promises=(
         Promise("built as TiedEmbed(vocab_size, d_model, rngs=nnx.Rngs(seed))",
                 "probe _build: V and D positional, rngs by keyword, as the notebook writes it"),
@@ -97,7 +95,6 @@ TIEDEMBED_PARAMS = Item(
         Promise("the worked example: nnx.state(model, nnx.Param) holds one (4, 3) entry",
                 "public case V=4, D=3, seed 0"),
     ),
-    cases=tied.structure_cases, reference=lambda case: None, judge=judge_structure,
 )
 
 
