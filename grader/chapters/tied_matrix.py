@@ -4,7 +4,10 @@
 The sizes and the cases of its exercises, the references (the tied logits, the two
 paths of its gradient), and the judges and symptoms that name what a wrong lookup or
 projection did.  Each chapter's module declares its own items with these and its own
-message keys (``keys``); neither chapter module imports the other.
+message keys (``symptom_keys``); the exercises that are the same in both are declared
+here once, with what differs passed in: ``tied_io_embed`` (``embed_item``), the
+module's one parameter (``structure_item``), the gradient's promises.  Neither chapter
+module imports the other; both import this one as ``tied``.
 """
 from __future__ import annotations
 
