@@ -41,7 +41,7 @@ def positive(kind):
 
 def chapter_argument(value: str) -> str:
     """A chapter's id, or the one line naming the choices."""
-    from grader.registry import chapters
+    from grader.chapters import chapters
 
     if value not in chapters():
         raise argparse.ArgumentTypeError(f"unknown chapter {value}, choose from {', '.join(chapters())}")
@@ -333,8 +333,8 @@ def run_feedback(args) -> int:
 def run_export(args) -> int:
     import grader.outputs.platforms as platforms
     from grader.atomic import write_atomic
+    from grader.chapters import chapters
     from grader.outputs.class_report import load
-    from grader.registry import chapters
 
     source = Path(__file__).resolve().parent.parent  # the checkout: the grader package's folder's parent
     try:

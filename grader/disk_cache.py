@@ -40,9 +40,10 @@ from importlib import metadata
 from pathlib import Path
 
 from grader.atomic import write_atomic
+from grader.chapters import chapter
 from grader.drawing import secret_id
 from grader.kernel.runtime import decode, encode
-from grader.registry import Case, Chapter, chapter
+from grader.registry import Case, Chapter
 
 LIBRARIES = ("numpy", "jax", "jaxlib", "flax", "torch")
 

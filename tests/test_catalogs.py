@@ -15,8 +15,8 @@ import pytest
 import grader.pipeline.judge.items as judge
 from grader import disk_cache, outcome
 from grader.authoring.release import BEGIN
+from grader.chapters import chapters
 from grader.i18n import LANGUAGES, catalog, hint_key
-from grader.registry import chapters
 from notebooks import ROOT
 
 

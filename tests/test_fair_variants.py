@@ -5,8 +5,8 @@ import pytest
 
 import grader.pipeline.judge.items as judge
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.pipeline.prepare.probe_bundle import run_in_process
-from grader.registry import chapter
 from inprocess import run_cells
 from notebooks import replace_regions
 
@@ -46,7 +46,7 @@ def test_a_tied_head_however_written_gets_the_gradient_item(head):
 def test_an_exception_keeps_its_type_and_its_text_over_several_lines():
     """JAX's message ends with a line of its own, "See https://...": the kernel's
     traceback is read from the line that names the exception, never split at a colon."""
-    from grader.pipeline.supervise.worker import cell_error
+    from grader.cells import cell_error
 
     traceback = "\n".join([
         "Cell In[4], line 3", "----> 3 grad = jax.grad(loss)(E)", "",

@@ -26,13 +26,15 @@ import pytest
 
 import grader.pipeline.judge.items as judge
 from conftest import chapters
-from grader import disk_cache, registry
+from grader import disk_cache
 from grader.authoring.release import hints
+from grader.chapters import chapter
+from grader.chapters import chapters as declared
 from grader.expected_outputs import is_checked
 from grader.i18n import LANGUAGES, catalog
 from grader.kernel.runtime import decode, encode
 from grader.outputs.report import verdict_message
-from grader.registry import ErrorPattern, Symptom, chapter
+from grader.registry import ErrorPattern, Symptom
 from inprocess import solution_facts
 from notebooks import solution
 from pitfalls import PITFALLS
@@ -135,7 +137,7 @@ def test_the_scan_reaches_every_kind_of_judge():
     """Symptoms held by ``matches_reference``, keys passed in a dict (``judge_logits``),
     error patterns, and findings written in a judge's own code are all found."""
     assert {"gpt_head.grad_sign", "linen.wrong_rows", "pytorch.refused_matching", "pytorch.not_tied",
-            "mlm.eps_outside", "frameworks.torch_alias"} <= set().union(*map(judged_keys, registry.chapters()))
+            "mlm.eps_outside", "frameworks.torch_alias"} <= set().union(*map(judged_keys, declared()))
 
 
 @pytest.mark.parametrize("ch_id", chapters())

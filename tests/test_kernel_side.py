@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.chapters import chapter_modules, chapters
 from grader.pipeline.prepare.probe_bundle import LIBRARY, LOADER
-from grader.registry import chapter_modules, chapters
 
 GRADER = Path(__file__).resolve().parent.parent / "grader"
 

@@ -8,8 +8,8 @@ import pytest
 
 import grader.pipeline.judge.items as judge
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.pipeline.prepare.probe_bundle import run_in_process
-from grader.registry import chapter
 from inprocess import run_cells
 from notebooks import replace_regions
 

@@ -16,10 +16,10 @@ from hypothesis.extra import numpy as hnp
 import grader.pipeline.judge.items as judge
 from conftest import chapters
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.i18n import LANGUAGES
 from grader.kernel.runtime import encode
 from grader.outputs.report import verdict_message
-from grader.registry import chapter
 from inprocess import solution_facts
 
 ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]

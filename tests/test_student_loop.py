@@ -10,12 +10,12 @@ import nbformat
 import pytest
 
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.i18n import LANGUAGES, text
 from grader.outcome import TIMEOUT
 from grader.outputs.report import NARROWEST, as_dict, table, terminal_columns, width
 from grader.pipeline.judge.notebook import verdicts
 from grader.pipeline.supervise.supervisor import Limits
-from grader.registry import chapter
 from grader.result import Result
 from grader.selfcheck.check import check
 from inprocess import check_in_process, run_cells
@@ -162,8 +162,8 @@ def test_a_timeout_in_the_terminal_names_the_cell_and_how_to_give_more_time():
 def test_without_the_notebook_file_the_exercise_names_the_worked_examples_cells(chapter_id):
     """check() in a kernel that does not say which notebook it serves (no ``__session__``)
     names the worked examples' cells as the exercise has them."""
+    from grader.cells import code_cells
     from grader.expected_outputs import for_chapter, is_checked
-    from grader.pipeline.cells import code_cells
     from grader.selfcheck.kernel_notebook import exercise_cells
 
     exercise = nbformat.read(ROOT / "exercises" / f"{chapter_id}.ipynb", as_version=4)

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import grader
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.i18n import LANGUAGES
 from grader.outcome import PASS, TIMEOUT
 from grader.outputs.report import as_dict
@@ -24,7 +25,6 @@ from grader.pipeline.judge.notebook import verdicts
 from grader.pipeline.runner import grade, valid_summary
 from grader.pipeline.supervise.supervisor import Limits
 from grader.pipeline.supervise.worker import ProbeHook
-from grader.registry import chapter
 from grader.result import Result
 from notebooks import ROOT, with_cells, write
 

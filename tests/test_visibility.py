@@ -9,9 +9,10 @@ import pytest
 
 import grader.pipeline.judge.items as judge
 from grader import disk_cache
+from grader.chapters import chapter, chapters
 from grader.outputs.platforms import gradescope_results, prairielearn_results
 from grader.pipeline.prepare.probe_bundle import run_in_process
-from grader.registry import VISIBILITIES, Case, chapter, chapters
+from grader.registry import VISIBILITIES, Case
 from test_platforms import schema
 
 

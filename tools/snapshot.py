@@ -23,10 +23,10 @@ LANGS = ("en", "es", "ko")
 def _entries(nb, chapter_id: str) -> dict:
     import grader.pipeline.judge.items as judge
     from grader import disk_cache
+    from grader.chapters import chapter
     from grader.outputs.report import as_dict
     from grader.pipeline.judge.notebook import notebook_verdict
     from grader.pipeline.prepare.probe_bundle import run_in_process
-    from grader.registry import chapter
     from grader.result import Result
     from inprocess import run_cells
 

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from grader import disk_cache, expected_outputs
-from grader.pipeline.cells import code_cells
+from grader.cells import code_cells
+from grader.chapters import chapter
 from grader.pipeline.judge.items import with_stand_in_notes
 from grader.pipeline.judge.notebook import verdicts
 from grader.pipeline.prepare.job import FILE as JOB_FILE
@@ -28,7 +29,7 @@ from grader.pipeline.prepare.job import Job
 from grader.pipeline.prepare.probe_bundle import write_spec
 from grader.pipeline.submission import BadSubmission, Submission, load
 from grader.pipeline.supervise.supervisor import POLL, Limits, supervise
-from grader.registry import Chapter, Finding, chapter
+from grader.registry import Chapter, Finding
 from grader.result import Result
 from grader.selfcheck.kernel_notebook import with_broken_cells
 from grader.stopping import Interrupted, requested

@@ -9,7 +9,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.registry import chapters
+from grader.chapters import chapters
 
 
 class BadSubmission(Exception):

@@ -24,10 +24,10 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from grader import expected_outputs as eo
+from grader.cells import code_cells, first_line
+from grader.cells import named as named_cell
 from grader.kernel.runtime import error_fact
 from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
-from grader.pipeline.cells import code_cells, first_line
-from grader.pipeline.cells import named as named_cell
 from grader.pipeline.judge.notebook import notebook_verdict
 from grader.pipeline.submission import BadSubmission, read_bytes
 from grader.registry import Finding

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import grader.pipeline.judge.items as judge
 from grader import expected_outputs
+from grader.cells import named
 from grader.outcome import FAIL, NOT_REACHED, NOTEBOOK_ITEM, OOM, PASS, TIMEOUT, Finding, Verdict
-from grader.pipeline.cells import named
 from grader.registry import Chapter, ErrorPattern
 
 KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
