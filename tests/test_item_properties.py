@@ -24,6 +24,7 @@ import nbformat
 import numpy as np
 import pytest
 
+import grader.comparisons as comparisons
 import grader.pipeline.judge.items as judge
 from conftest import chapters
 from grader import disk_cache
@@ -53,10 +54,10 @@ def is_finding(key: str) -> bool:
 
 @functools.cache
 def shared_judge_keys() -> frozenset[str]:
-    """The findings that ``grader/pipeline/judge/items.py`` gives any item (a wrong shape, a value that is
-    no array, a forged record): not a promise of one exercise."""
-    tree = ast.parse(Path(judge.__file__).read_text(encoding="utf-8"))
-    return frozenset(node.value for node in ast.walk(tree)
+    """The findings that ``grader/pipeline/judge/items.py`` and ``grader/comparisons.py`` give any item (a
+    wrong shape, a value that is no array, a forged record): not a promise of one exercise."""
+    trees = [ast.parse(Path(module.__file__).read_text(encoding="utf-8")) for module in (judge, comparisons)]
+    return frozenset(node.value for tree in trees for node in ast.walk(tree)
                      if isinstance(node, ast.Constant) and isinstance(node.value, str) and is_finding(node.value))
 
 
