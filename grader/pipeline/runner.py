@@ -22,6 +22,7 @@ from pathlib import Path
 from grader import disk_cache, expected_outputs
 from grader.cells import code_cells
 from grader.chapters import chapter
+from grader.pipeline.judge.broken_cells import with_broken_cells
 from grader.pipeline.judge.items import with_stand_in_notes
 from grader.pipeline.judge.notebook import verdicts
 from grader.pipeline.prepare.job import FILE as JOB_FILE
@@ -31,7 +32,6 @@ from grader.pipeline.submission import BadSubmission, Submission, load
 from grader.pipeline.supervise.supervisor import POLL, Limits, supervise
 from grader.registry import Chapter, Finding
 from grader.result import Result
-from grader.selfcheck.kernel_notebook import with_broken_cells
 from grader.stopping import Interrupted, requested
 
 
