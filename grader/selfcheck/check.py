@@ -2,7 +2,7 @@
 
 It runs the very probes and judges that ``grader check`` uses, only in this
 process instead of a separate one, so the verdicts agree, and returns the same
-``Result``: in Jupyter it shows as a panel of static HTML (``grader.selfcheck.panel``, which
+``Result`` (a ``CheckResult``): in Jupyter it shows as a panel of static HTML (``grader.selfcheck.panel``, which
 nbconvert and GitHub draw too), elsewhere it prints as a table.  The ``notebook``
 item is judged from what this kernel holds (``grader.selfcheck.kernel_notebook``).
 
@@ -30,9 +30,8 @@ from grader.i18n import detect_lang, language_code, text, unknown_language
 from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
 from grader.pipeline.prepare.probe_bundle import run_in_process
 from grader.registry import Chapter, Finding
-from grader.result import Result
 from grader.selfcheck.kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_chapter, notebook_item
-from grader.selfcheck.panel import in_kernel
+from grader.selfcheck.panel import CheckResult, in_kernel
 
 DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
 AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
@@ -180,4 +179,4 @@ def check(target, lang: str | None = None, namespace: dict | None = None, timeou
         CHECKED.append(ch.id)  # the checks are loaded: the first check's note is said once
     except KeyboardInterrupt:
         return usage("ui.stopped", lang=lang)
-    return Result(Path(served[1] if served else "<notebook>"), ch.id, verdicts=verdicts, lang=lang)
+    return CheckResult(Path(served[1] if served else "<notebook>"), ch.id, verdicts=verdicts, lang=lang)
