@@ -9,6 +9,8 @@ from pathlib import Path
 
 from grader.outcome import PASS, Finding, Verdict
 
+GRADER_ERROR = "common.grader_error"  # the finding of a notebook the grader itself failed on
+
 
 @dataclass
 class Result:
@@ -32,3 +34,8 @@ class Result:
     @property
     def passed(self) -> bool:
         return self.bad is None and all(v.status == PASS for v in self.verdicts)
+
+
+def grader_error(path: Path, exc: BaseException) -> Result:
+    """The row of a submission the grader itself failed on."""
+    return Result(path, bad=Finding(GRADER_ERROR, {"type": type(exc).__name__, "message": str(exc)[:200]}))
