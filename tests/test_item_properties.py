@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import grader.comparisons as comparisons
-import grader.pipeline.judge.items as judge
+import grader.pipeline.judge.items as judging
 from conftest import chapters
 from grader import disk_cache
 from grader.authoring.release import hints
@@ -56,7 +56,7 @@ def is_finding(key: str) -> bool:
 def shared_judge_keys() -> frozenset[str]:
     """The findings that ``grader/pipeline/judge/items.py`` and ``grader/comparisons.py`` give any item (a
     wrong shape, a value that is no array, a forged record): not a promise of one exercise."""
-    trees = [ast.parse(Path(module.__file__).read_text(encoding="utf-8")) for module in (judge, comparisons)]
+    trees = [ast.parse(Path(module.__file__).read_text(encoding="utf-8")) for module in (judging, comparisons)]
     return frozenset(node.value for tree in trees for node in ast.walk(tree)
                      if isinstance(node, ast.Constant) and isinstance(node.value, str) and is_finding(node.value))
 
@@ -235,11 +235,11 @@ def test_odd_values_reach_every_judge_and_get_a_message(ch_id, name):
     for path in paths:
         for kind, make in ODD.items():
             odd = {"value": encode(replaced(value, path, make(part_at(value, path))))}
-            verdict = judge.judge_item(ch, item, [odd] + good[1:], disk_cache)
+            verdict = judging.judge_item(ch, item, [odd] + good[1:], disk_cache)
             assert verdict.finding is None or verdict.finding.key != "common.not_judged", \
                 (path, kind, verdict.finding.params)
             for lang in LANGUAGES:
-                assert verdict.status == judge.PASS or verdict_message(verdict, lang)
+                assert verdict.status == judging.PASS or verdict_message(verdict, lang)
 
 
 def worked_example_calls(ch_id: str) -> dict[str, list[inspect.BoundArguments]]:

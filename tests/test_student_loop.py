@@ -14,7 +14,7 @@ from grader.chapters import chapter
 from grader.i18n import LANGUAGES, text
 from grader.outcome import TIMEOUT
 from grader.outputs.report import NARROWEST, as_dict, table, terminal_columns, width
-from grader.pipeline.judge.notebook import verdicts
+from grader.pipeline.judge.notebook import judge_notebook
 from grader.pipeline.supervise.supervisor import Limits
 from grader.result import Result
 from grader.selfcheck.check import check
@@ -150,7 +150,7 @@ def test_a_timeout_in_the_terminal_names_the_cell_and_how_to_give_more_time():
                "timeout": {"where": "cell", "cell": 2, "line": "while True:"}}
     shown = [(2, "import jax"), (4, "class TiedIO(nn.Module):"), (5, "while True:")]
     limits = Limits(timeout=30)
-    found = verdicts(ch, {}, summary, TIMEOUT, disk_cache, shown, timeout_s=limits.timeout,
+    found = judge_notebook(ch, {}, summary, TIMEOUT, disk_cache, shown, timeout_s=limits.timeout,
                      step_s=limits.step_seconds, memory_bytes=limits.memory)
     result = Result(ROOT / "x.ipynb", ch.id, verdicts=found)
     for lang in LANGUAGES:

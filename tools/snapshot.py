@@ -21,7 +21,7 @@ LANGS = ("en", "es", "ko")
 
 
 def _entries(nb, chapter_id: str) -> dict:
-    import grader.pipeline.judge.items as judge
+    import grader.pipeline.judge.items as judging
     from grader import disk_cache
     from grader.chapters import chapter
     from grader.outputs.report import as_dict
@@ -35,7 +35,7 @@ def _entries(nb, chapter_id: str) -> dict:
     facts = run_in_process(ch, namespace)
     result = Result("<snapshot>", ch.id)
     result.verdicts = [notebook_verdict(cells)] + [
-        judge.judge_item(ch, item, facts[item.name], disk_cache) for item in ch.items]
+        judging.judge_item(ch, item, facts[item.name], disk_cache) for item in ch.items]
     out = {}
     for lang in LANGS:
         entry = as_dict(result, lang)

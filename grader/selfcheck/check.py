@@ -22,7 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
-import grader.pipeline.judge.items as judge
+import grader.pipeline.judge.items as judging
 from grader import disk_cache
 from grader.chapters import chapter_of_item, chapters
 from grader.disk_cache import compiled_programs_in_process
@@ -126,11 +126,11 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
         if only is not None and only not in (item.name, item.target):
             continue
         record = facts.get(item.name, [])
-        verdict = timed_out(item, record, seconds, stuck) or judge.judge_item(ch, item, record, disk_cache)
+        verdict = timed_out(item, record, seconds, stuck) or judging.judge_item(ch, item, record, disk_cache)
         finding = in_kernel_frame(verdict.finding, namespace, cells)
         found.append(verdict if finding is verdict.finding else
                      Verdict(item.name, 0, item.points, verdict.status, finding))
-    return judge.with_stand_in_notes(ch, found)
+    return judging.with_stand_in_notes(ch, found)
 
 
 def _resolve(target):
