@@ -89,7 +89,7 @@ class Promise:
     pitfall that gets it, and every finding a chapter's judges can give to a promise."""
 
     says: str  # what the exercise promises, as the notebook states it
-    check: str  # what enforces it: a case, a judge, a symptom, a source check
+    enforced_by: str  # what enforces it: a case, a judge, a symptom, a source check
     keys: tuple[str, ...] = ()  # the finding keys of that check
 
 

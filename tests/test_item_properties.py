@@ -130,7 +130,7 @@ def pitfall_keys(chapter_id: str) -> set[str]:
 @pytest.mark.parametrize("ch_id,name", ITEMS)
 def test_every_item_states_its_promises(ch_id, name):
     promises = chapter(ch_id).item(name).promises
-    assert promises and all(p.says and p.check for p in promises), name
+    assert promises and all(p.says and p.enforced_by for p in promises), name
     assert any(p.keys for p in promises), f"{name}: no promise names the findings of its check"
 
 

@@ -275,13 +275,13 @@ def test_a_cell_that_does_not_compile_gets_the_same_verdicts_in_the_terminal(tmp
 def test_a_failing_line_the_worked_example_wrote_is_not_called_the_students():
     from grader.expected_outputs import example_lines
     from grader.i18n import render
-    from grader.pipeline.judge.notebook import notebook_verdict
+    from grader.pipeline.judge.notebook import notebook_item_verdict
 
     provided = example_lines("04_gpt_head")
     ours = "out = tied_head_forward(np.array([0, 3, 3, 5]), E)"
     assert ours in provided
     for line, label in ((ours, "ui.example_line"), ("return logits.T", "ui.your_line")):
         record = {"cell": 2, "passed": False, "error": {"type": "ValueError", "message": "bad", "line": line}}
-        finding = notebook_verdict([record], (), provided).finding
+        finding = notebook_item_verdict([record], (), provided).finding
         for lang in LANGUAGES:
             assert render(finding, lang).endswith(text(label, lang, line=line))

@@ -25,7 +25,7 @@ def _entries(nb, chapter_id: str) -> dict:
     from grader import disk_cache
     from grader.chapters import chapter
     from grader.outputs.report import as_dict
-    from grader.pipeline.judge.notebook import notebook_verdict
+    from grader.pipeline.judge.notebook import notebook_item_verdict
     from grader.pipeline.prepare.probe_bundle import run_in_process
     from grader.result import Result
     from inprocess import run_cells
@@ -34,7 +34,7 @@ def _entries(nb, chapter_id: str) -> dict:
     namespace, cells = run_cells(nb)
     facts = run_in_process(ch, namespace)
     result = Result("<snapshot>", ch.id)
-    result.verdicts = [notebook_verdict(cells)] + [
+    result.verdicts = [notebook_item_verdict(cells)] + [
         judging.judge_item(ch, item, facts[item.name], disk_cache) for item in ch.items]
     out = {}
     for lang in LANGS:

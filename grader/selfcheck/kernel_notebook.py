@@ -35,7 +35,7 @@ from grader.pipeline.judge.broken_cells import (
     syntax_errors,
     undefined_name,
 )
-from grader.pipeline.judge.notebook import notebook_verdict
+from grader.pipeline.judge.notebook import notebook_item_verdict
 from grader.pipeline.submission import BadSubmission, read_bytes
 from grader.registry import Finding
 from grader.selfcheck.kernel_runs import INTERRUPTED, failed_runs
@@ -207,6 +207,6 @@ def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
         status, key = SEEN_IN_KERNEL[first["type"]]
         at = next(r["cell"] for r in records if not r["passed"])
         return Verdict(NOTEBOOK_ITEM, 0, 1, status, named_cell(Finding(key, {"cell": at + 1}), named))
-    verdict = notebook_verdict(records + missing, named, eo.example_lines(chapter_id))
+    verdict = notebook_item_verdict(records + missing, named, eo.example_lines(chapter_id))
     finding = in_kernel_frame(verdict.finding, namespace, cells)
     return verdict if finding is verdict.finding else Verdict(verdict.item, 0, 1, verdict.status, finding)

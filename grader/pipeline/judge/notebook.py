@@ -15,7 +15,7 @@ from grader.registry import Chapter, ErrorPattern
 KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
 
 
-def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
+def notebook_item_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
                      provided: Collection[str] = ()) -> Verdict:
     """Did every cell run?  A stub left alone reads as 'not implemented'.  ``shown``
     names the code cells as the student sees them (``cells.code_cells``); a failing
@@ -46,7 +46,7 @@ def judge_notebook(ch: Chapter, facts: dict, summary: dict, stopped: str, known:
     an item's checks, and at which line: that verdict quotes it, and says how to give
     it more time.  A cell or an item's checks interrupted after ``step_s``
     let the rest go on: only that cell's (the notebook item) or that item's verdict is
-    a timeout.  ``shown`` names the cells (``notebook_verdict``).
+    a timeout.  ``shown`` names the cells (``notebook_item_verdict``).
     """
     seconds, more, step = f"{timeout_s:g}", "ui.more_time_terminal", f"{step_s:g}"
     done = {
@@ -98,9 +98,9 @@ def cell_timeout(cell: int, line: str, seconds: str, shown: Sequence[tuple[int, 
 def cell_verdict(cells: list[dict], shown: Sequence[tuple[int, str]], chapter_id: str, step: str) -> Verdict:
     """The ``notebook`` item once the notebook has run: a timeout naming the first
     failing cell when the worker interrupted it after ``step`` seconds, else
-    ``notebook_verdict``."""
+    ``notebook_item_verdict``."""
     first = next((c for c in cells if not c["passed"]), {})
     if first.get("timed_out"):
         return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT,
                        cell_timeout(first["cell"], first.get("error", {}).get("line", ""), step, shown))
-    return notebook_verdict(cells, shown, expected_outputs.example_lines(chapter_id))
+    return notebook_item_verdict(cells, shown, expected_outputs.example_lines(chapter_id))
