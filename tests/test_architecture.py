@@ -191,7 +191,7 @@ def test_no_import_circle_in_the_grader():
 
 
 def test_a_chapter_module_without_a_chapter_is_shared_by_chapters():
-    """``registry.chapters`` skips a module that declares no ``CHAPTER``: that is
+    """``grader.chapters.chapters`` skips a module that declares no ``CHAPTER``: that is
     right only for a module that chapter modules import."""
     edges = graph()
     declared = {name for name, path in modules().items() if name.startswith("grader.chapters.")
