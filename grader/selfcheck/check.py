@@ -147,6 +147,27 @@ def usage(key: str, **params) -> None:
     print(text(key, params.pop("lang", "en"), **params), file=sys.stderr)
 
 
+@contextlib.contextmanager
+def generators_kept():
+    """The kernel's random generators as they were before ``check()``: the probes and the
+    worked examples it runs again seed and draw (``torch.manual_seed``), and the
+    student's next ``torch.randn`` or ``np.random.rand`` must not depend on a check run."""
+    import random
+
+    import numpy as np
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    torch = sys.modules.get("torch")
+    torch_state = torch.random.get_rng_state() if torch is not None else None
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+        if torch is not None:
+            torch.random.set_rng_state(torch_state)
+
+
 def check(target, lang: str | None = None, namespace: dict | None = None, timeout: float = DEFAULT_TIMEOUT):
     """Run a chapter's checks (``check("01_linen")``) or one exercise's (``check(tied_io_embed)``),
     in ``lang`` (en, es, ko), each item's for at most ``timeout`` seconds."""
@@ -174,7 +195,8 @@ def check(target, lang: str | None = None, namespace: dict | None = None, timeou
         return usage("ui.other_chapter", lang=lang, chapter=ch.id, notebook=served[0], path=served[1])
     try:
         first = "ui.checking_again" if CHECKED else "ui.checking"
-        with saying_what_it_does(text(first, lang, chapter=ch.id)), compiled_programs_in_process():
+        with saying_what_it_does(text(first, lang, chapter=ch.id)), compiled_programs_in_process(), \
+                generators_kept():
             verdicts = judged(ch, namespace, only, float(timeout))
         CHECKED.append(ch.id)  # the checks are loaded: the first check's note is said once
     except KeyboardInterrupt:
