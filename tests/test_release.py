@@ -3,8 +3,9 @@ import nbformat
 import pytest
 
 from conftest import chapters, grader
-from grader import expected_outputs, registry
+from grader import expected_outputs
 from grader.authoring.release import MarkerError, release, strip_solutions
+from grader.chapters import chapter as declared
 from grader.expected_outputs import is_checked
 from notebooks import ROOT, solution, write
 
@@ -33,7 +34,7 @@ def test_exercise_is_stubs_that_say_what_they_grade(chapter):
         stated = nb.cells[example["position"]]  # the cell after the example
         assert "compare" in stated.source and expected_outputs.output_text(example["outputs"]).strip() in stated.source
     points = nb.cells[1].source
-    assert all(f"`{item.name}`: {item.points}" in points for item in registry.chapter(chapter).items)
+    assert all(f"`{item.name}`: {item.points}" in points for item in declared(chapter).items)
 
 
 def test_markers_become_one_raise_with_the_hint():

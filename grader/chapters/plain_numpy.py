@@ -9,7 +9,7 @@ chapter adopts the rule with a message key of its own (``key``).
 from __future__ import annotations
 
 import grader.chapters.source_checks as source_checks
-from grader.pipeline.judge.items import CONTAINERS
+from grader.comparisons import CONTAINERS
 from grader.registry import Finding, Promise
 
 # What "plain NumPy" rules out: the frameworks, and scipy (its ready-made softmax).

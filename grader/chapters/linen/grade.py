@@ -14,8 +14,8 @@ import numpy as np
 
 import grader.chapters.tied_matrix as tied
 from grader.chapters.linen.probe import INIT_STD, reference_tiedio
+from grader.comparisons import close, compare_arrays, one_array
 from grader.drawing import hidden_rng
-from grader.pipeline.judge.items import close, compare_arrays, one_array
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
 
 KEYS = tied.symptom_keys("linen")

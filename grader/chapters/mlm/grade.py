@@ -44,7 +44,7 @@ from grader.chapters.mlm.cases import (
 )
 from grader.chapters.mlm.code_rules import FORBIDDEN, code_finding, cost_finding
 from grader.chapters.mlm.reference import EPS, LAYOUTS, forward_ref, gelu_ref, layer_norm_ref, mha_ref
-from grader.pipeline.judge.items import as_numbers, close, compare_arrays, matches_reference
+from grader.comparisons import as_numbers, close, compare_arrays, matches_reference
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 # eps values a LayerNorm is written with: BERT's, none, T5's and Llama's, this exercise's.

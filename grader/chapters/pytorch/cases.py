@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.comparisons import describe_shape
 from grader.drawing import hidden_rng, token_ids
-from grader.pipeline.judge.items import describe_shape
 from grader.registry import Case
 
 CHAPTER_ID = "03_pytorch"

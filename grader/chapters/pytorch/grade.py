@@ -23,7 +23,7 @@ from grader.chapters.pytorch.cases import (
     tie_cases,
 )
 from grader.chapters.pytorch.identities import distinct, same_object, untied_finding
-from grader.pipeline.judge.items import as_numbers, close, compare_arrays, describe_shape, matches_reference
+from grader.comparisons import as_numbers, close, compare_arrays, describe_shape, matches_reference
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 RTOL = 1e-4
