@@ -60,6 +60,26 @@ def test_release_refuses_a_solution_stored_without_running_its_worked_examples(t
         release(tmp_path)
 
 
+@pytest.mark.parametrize("parted", ["catalog", "stub_hints"])
+def test_release_check_fails_when_the_stub_and_its_hint_key_part(tmp_path, parted):
+    """The stub, its English catalog entry and the key the judge names it by are written
+    together from the solution's marker: an edit to one alone is a difference."""
+    import shutil
+
+    for folder in ("solutions", "exercises", "grader/expected", "grader/messages/en"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    assert release(tmp_path, check=True) == []
+    if parted == "catalog":
+        path = tmp_path / "grader/messages/en/gpt_head.json"
+        path.write_text(path.read_text(encoding="utf-8").replace("normalise each row", "normalize each row"),
+                        encoding="utf-8")
+    else:
+        path = tmp_path / "grader/expected/04_gpt_head.json"
+        path.write_text(path.read_text(encoding="utf-8").replace('"gpt_head.hint_tied_head_forward"',
+                                                                 '"gpt_head.hint_sample_next"'), encoding="utf-8")
+    assert release(tmp_path, check=True) == [str(path.relative_to(tmp_path))]
+
+
 def test_a_long_hint_is_split_between_words_and_raises_the_same_message():
     from grader.authoring.release import STUB_COLUMNS, raise_not_implemented
 
