@@ -16,8 +16,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from grader.cells import first_line
 from grader.kernel.runtime import shorten
-from grader.pipeline.cells import first_line
 from grader.registry import ErrorPattern
 
 MARKER = "NBVAL_CHECK_OUTPUT"

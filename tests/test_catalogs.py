@@ -12,10 +12,10 @@ import string
 import nbformat
 import pytest
 
-import grader.pipeline.judge.items as judge
+import grader.pipeline.judge.items as judging
 from grader import disk_cache, expected_outputs, outcome
+from grader.chapters import chapters
 from grader.i18n import LANGUAGES, catalog
-from grader.registry import chapters
 from notebooks import ROOT
 
 
@@ -43,7 +43,7 @@ def keys_in_registry() -> set[str]:
     """Every key a chapter declares: the findings its promises name (which hold every
     finding its judges can give: ``tests/test_item_properties.py``), its error patterns
     and its case labels."""
-    found = {pattern.key for pattern in judge.COMMON_ERRORS}
+    found = {pattern.key for pattern in judging.COMMON_ERRORS}
     for ch in chapters().values():
         found |= {pattern.key for pattern in ch.errors}
         for item in ch.items:

@@ -6,7 +6,7 @@ pass spells it."""
 import numpy as np
 import pytest
 
-import grader.pipeline.judge.items as judge
+import grader.pipeline.judge.items as judging
 from conftest import chapters
 from inprocess import notebook_namespace, public_args
 from test_ch04_gpt_head import message
@@ -79,5 +79,6 @@ HEADS = {
 @pytest.mark.parametrize("head", HEADS)
 def test_a_tied_head_however_written_gets_the_gradient_item(head):
     found = verdicts("03_pytorch", {"TinyLM.forward": tiny_forward(HEADS[head])}, ("TinyLM.forward", "TinyLM.grad"))
-    assert {name: v.status for name, v in found.items()} == {"TinyLM.forward": judge.PASS, "TinyLM.grad": judge.PASS}, \
+    assert {name: v.status for name, v in found.items()} == {"TinyLM.forward": judging.PASS,
+                                                             "TinyLM.grad": judging.PASS}, \
         {name: v.finding for name, v in found.items()}

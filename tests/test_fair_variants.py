@@ -4,10 +4,10 @@ Chapter 05's loops over a fixed handful are in ``test_loop_cost``, chapter 03's 
 ``test_ch03_pytorch``."""
 import pytest
 
-import grader.pipeline.judge.items as judge
+import grader.pipeline.judge.items as judging
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.pipeline.prepare.probe_bundle import run_in_process
-from grader.registry import chapter
 from inprocess import run_cells
 from notebooks import replace_regions
 
@@ -19,14 +19,14 @@ def verdicts(chapter_id: str, regions: dict, items: tuple[str, ...]) -> dict:
     found = {}
     for name in items:
         facts = run_in_process(ch, namespace, only=name)[name]
-        found[name] = judge.judge_item(ch, ch.item(name), facts, disk_cache)
+        found[name] = judging.judge_item(ch, ch.item(name), facts, disk_cache)
     return found
 
 
 def test_an_exception_keeps_its_type_and_its_text_over_several_lines():
     """JAX's message ends with a line of its own, "See https://...": the kernel's
     traceback is read from the line that names the exception, never split at a colon."""
-    from grader.pipeline.supervise.worker import cell_error
+    from grader.cells import cell_error
 
     traceback = "\n".join([
         "Cell In[4], line 3", "----> 3 grad = jax.grad(loss)(E)", "",
@@ -62,7 +62,7 @@ def test_a_tied_mlm_head_however_written_keeps_the_gradient(tie):
     lookup, head = MLM_TIES[tie]
     found = verdicts("05_mlm", {"mlm_forward_tied": MLM_FORWARD.format(lookup=lookup, head=head)},
                      ("mlm_forward_tied",))
-    assert found["mlm_forward_tied"].status == judge.PASS, found["mlm_forward_tied"].finding
+    assert found["mlm_forward_tied"].status == judging.PASS, found["mlm_forward_tied"].finding
 
 
 # Chapter 05's attention with the softmax written other ways: the gradient that reaches
@@ -86,4 +86,4 @@ MHA_SOFTMAXES = {
 def test_an_attention_in_torch_however_written_keeps_the_gradient(softmax):
     found = verdicts("05_mlm", {"multi_head_attention": MHA_SOFTMAX.format(softmax=MHA_SOFTMAXES[softmax])},
                      ("multi_head_attention",))
-    assert found["multi_head_attention"].status == judge.PASS, found["multi_head_attention"].finding
+    assert found["multi_head_attention"].status == judging.PASS, found["multi_head_attention"].finding

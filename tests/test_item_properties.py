@@ -24,15 +24,18 @@ import nbformat
 import numpy as np
 import pytest
 
-import grader.pipeline.judge.items as judge
+import grader.comparisons as comparisons
+import grader.pipeline.judge.items as judging
 from conftest import chapters
-from grader import disk_cache, registry
+from grader import disk_cache
 from grader.authoring.release import hints
+from grader.chapters import chapter
+from grader.chapters import chapters as declared
 from grader.expected_outputs import is_checked
 from grader.i18n import LANGUAGES, catalog
 from grader.kernel.runtime import decode, encode
 from grader.outputs.report import verdict_message
-from grader.registry import ErrorPattern, Symptom, chapter
+from grader.registry import ErrorPattern, Symptom
 from inprocess import solution_facts
 from notebooks import solution
 from pitfalls import PITFALLS
@@ -51,10 +54,10 @@ def is_finding(key: str) -> bool:
 
 @functools.cache
 def shared_judge_keys() -> frozenset[str]:
-    """The findings that ``grader/pipeline/judge/items.py`` gives any item (a wrong shape, a value that is
-    no array, a forged record): not a promise of one exercise."""
-    tree = ast.parse(Path(judge.__file__).read_text(encoding="utf-8"))
-    return frozenset(node.value for node in ast.walk(tree)
+    """The findings that ``grader/pipeline/judge/items.py`` and ``grader/comparisons.py`` give any item (a
+    wrong shape, a value that is no array, a forged record): not a promise of one exercise."""
+    trees = [ast.parse(Path(module.__file__).read_text(encoding="utf-8")) for module in (judging, comparisons)]
+    return frozenset(node.value for tree in trees for node in ast.walk(tree)
                      if isinstance(node, ast.Constant) and isinstance(node.value, str) and is_finding(node.value))
 
 
@@ -127,7 +130,7 @@ def pitfall_keys(chapter_id: str) -> set[str]:
 @pytest.mark.parametrize("ch_id,name", ITEMS)
 def test_every_item_states_its_promises(ch_id, name):
     promises = chapter(ch_id).item(name).promises
-    assert promises and all(p.says and p.check for p in promises), name
+    assert promises and all(p.says and p.enforced_by for p in promises), name
     assert any(p.keys for p in promises), f"{name}: no promise names the findings of its check"
 
 
@@ -135,7 +138,7 @@ def test_the_scan_reaches_every_kind_of_judge():
     """Symptoms held by ``matches_reference``, keys passed in a dict (``judge_logits``),
     error patterns, and findings written in a judge's own code are all found."""
     assert {"gpt_head.grad_sign", "linen.wrong_rows", "pytorch.refused_matching", "pytorch.not_tied",
-            "mlm.eps_outside", "frameworks.torch_alias"} <= set().union(*map(judged_keys, registry.chapters()))
+            "mlm.eps_outside", "frameworks.torch_alias"} <= set().union(*map(judged_keys, declared()))
 
 
 @pytest.mark.parametrize("ch_id", chapters())
@@ -232,11 +235,11 @@ def test_odd_values_reach_every_judge_and_get_a_message(ch_id, name):
     for path in paths:
         for kind, make in ODD.items():
             odd = {"value": encode(replaced(value, path, make(part_at(value, path))))}
-            verdict = judge.judge_item(ch, item, [odd] + good[1:], disk_cache)
+            verdict = judging.judge_item(ch, item, [odd] + good[1:], disk_cache)
             assert verdict.finding is None or verdict.finding.key != "common.not_judged", \
                 (path, kind, verdict.finding.params)
             for lang in LANGUAGES:
-                assert verdict.status == judge.PASS or verdict_message(verdict, lang)
+                assert verdict.status == judging.PASS or verdict_message(verdict, lang)
 
 
 def arrays(value) -> list[np.ndarray]:

@@ -25,8 +25,8 @@ import pytest
 
 from built_book import Chromium, find_chromium
 from conftest import grader
+from grader.chapters import chapter as chapter_of
 from grader.i18n import LANGUAGES, text
-from grader.registry import chapter as chapter_of
 from notebooks import ROOT, replace_regions, write
 
 ARTIFACTS = ROOT / "test-artifacts" / "lab"

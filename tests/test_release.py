@@ -5,8 +5,9 @@ import nbformat
 import pytest
 
 from conftest import chapters, grader
-from grader import expected_outputs, registry
+from grader import expected_outputs
 from grader.authoring.release import MarkerError, release, strip_solutions
+from grader.chapters import chapter as declared
 from grader.expected_outputs import is_checked
 from notebooks import ROOT, solution, write
 
@@ -35,7 +36,7 @@ def test_exercise_is_stubs_that_say_what_they_grade(chapter):
         stated = nb.cells[example["position"]]  # the cell after the example
         assert "compare" in stated.source and expected_outputs.output_text(example["outputs"]).strip() in stated.source
     points = nb.cells[1].source
-    assert all(f"`{item.name}`: {item.points}" in points for item in registry.chapter(chapter).items)
+    assert all(f"`{item.name}`: {item.points}" in points for item in declared(chapter).items)
 
 
 def test_markers_become_one_raise_with_the_hint():
@@ -120,7 +121,7 @@ def test_a_hint_the_student_rewrites_changes_no_verdict_and_no_message():
 def test_the_worker_names_the_function_a_cell_error_left_last():
     """The kernel's traceback as nbval hands it over: the innermost frame of a cell says
     which function raised, as ``error_fact`` says it in-process."""
-    from grader.pipeline.supervise.worker import cell_error
+    from grader.cells import cell_error
 
     traceback = "\n".join([
         "NotImplementedError                       Traceback (most recent call last)",

@@ -27,6 +27,7 @@ from pathlib import Path
 import nbformat
 
 from grader.authoring.notebook_clean import clean, cleaned_text
+from grader.chapters import chapter, chapter_modules
 from grader.expected_outputs import (
     MARKER,
     MARKER_TAG,
@@ -38,7 +39,6 @@ from grader.expected_outputs import (
     shown_outputs,
 )
 from grader.outcome import NOTEBOOK_ITEM
-from grader.registry import chapter, chapter_modules
 
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION:?\s*(.*)$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")

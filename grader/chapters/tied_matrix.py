@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.comparisons import CONTAINERS, as_numbers, close, compare_arrays
 from grader.drawing import float_args, hidden_rng, sample_std, self_logits_negative
-from grader.pipeline.judge.items import CONTAINERS, as_numbers, close, compare_arrays
 from grader.registry import Case, Finding, Promise
 
 # The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.

@@ -18,8 +18,8 @@ import builtins
 import numpy as np
 
 import grader.chapters.source_checks as source_checks
+from grader.comparisons import CONTAINERS, close, compare_arrays, describe_shape, matches_reference
 from grader.drawing import hidden_rng, softmax
-from grader.pipeline.judge.items import CONTAINERS, close, compare_arrays, describe_shape, matches_reference
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 LN_EPS = 1e-5

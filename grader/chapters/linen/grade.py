@@ -38,8 +38,8 @@ from grader.chapters.tied_matrix import (
     tied_logits,
     unblocked_promise,
 )
+from grader.comparisons import close, compare_arrays, one_array
 from grader.drawing import hidden_rng
-from grader.pipeline.judge.items import close, compare_arrays, one_array
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
 
 KEYS = dict(

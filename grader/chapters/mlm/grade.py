@@ -28,8 +28,8 @@ from itertools import product
 import numpy as np
 
 import grader.chapters.source_checks as source_checks
+from grader.comparisons import as_numbers, close, compare_arrays, matches_reference
 from grader.drawing import hidden_rng, softmax
-from grader.pipeline.judge.items import as_numbers, close, compare_arrays, matches_reference
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 EPS = 1e-5

@@ -34,8 +34,8 @@ from grader.chapters.tied_matrix import (
     tied_logits,
     unblocked_promise,
 )
+from grader.comparisons import CONTAINERS, close, matches_reference, one_array
 from grader.drawing import extremes, hidden_rng
-from grader.pipeline.judge.items import CONTAINERS, close, matches_reference, one_array
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 KEYS = dict(

@@ -10,8 +10,8 @@ import re
 
 import numpy as np
 
+from grader.comparisons import as_numbers, close, compare_arrays, describe_shape, matches_reference
 from grader.drawing import hidden_rng, token_ids
-from grader.pipeline.judge.items import as_numbers, close, compare_arrays, describe_shape, matches_reference
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 CHAPTER_ID = "03_pytorch"

@@ -16,7 +16,7 @@ import numpy as np
 from grader.expected_outputs import stub_hint
 from grader.kernel.runtime import decode
 from grader.outcome import FAIL, PASS, Finding, Verdict
-from grader.registry import Case, Chapter, ErrorPattern, Item, Symptom
+from grader.registry import Case, Chapter, ErrorPattern, Item
 
 
 class Known(Protocol):
@@ -137,99 +137,6 @@ def unreached(ch: Chapter, done: dict[str, Verdict], status: str, finding: Findi
         done.get(item.name) or Verdict(item.name, 0, item.points, status, finding)
         for item in ch.items
     ]
-
-
-# ---------------------------------------------------------------- judges
-
-# What a function returns instead of the one array it is asked for, by its raw type
-# (the probe ``typed_call`` sends it: a tuple of arrays travels as a list).
-CONTAINERS = ("tuple", "list", "dict")
-
-
-def one_array(judge_values, key: str = "common.not_one_array"):
-    """The judge of an item whose function returns one array: a tuple, list or dict is
-    ``key``, naming what came back; else ``judge_values`` on the result."""
-    def judge(case: Case, value, ref) -> Finding | None:
-        if not isinstance(value, dict) or set(value) != {"type", "out"}:
-            return Finding("common.malformed_record")
-        if value["type"] in CONTAINERS:
-            return Finding(key, {"got": value["type"]})
-        return judge_values(case, value["out"], ref)
-    return judge
-
-
-def describe_shape(shape) -> str:
-    return str(tuple(int(n) for n in shape))
-
-
-def as_numbers(value) -> np.ndarray | None:
-    """``value`` as a real, numeric NumPy array, or None (ragged lists, strings, None,
-    objects, complex numbers, structured or bfloat16-as-void arrays)."""
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError):  # ragged nesting
-        return None
-    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        return None
-    return arr
-
-
-def kind_of(value) -> str:
-    """How a non-numeric result is named to the student: a type or a dtype."""
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError):
-        return "ragged list"
-    if arr.dtype.kind == "V" and arr.dtype.itemsize == 2:
-        return "bfloat16"
-    if arr.dtype.kind in "US":
-        return "str"
-    return str(arr.dtype) if arr.dtype != object else type(value).__name__
-
-
-def close(value, ref, rtol: float, atol: float) -> bool:
-    value, ref = as_numbers(value), np.asarray(ref)
-    return value is not None and value.shape == ref.shape and bool(np.allclose(value, ref, rtol=rtol, atol=atol))
-
-
-def compare_arrays(value, ref, rtol: float, atol: float, dtype: str = "") -> Finding | None:
-    """The shared comparison: a real numeric array, of ``dtype`` when the exercise
-    promises one, of the reference's shape, finite, within the tolerance."""
-    arr = as_numbers(value)
-    if arr is None:
-        return Finding("common.not_an_array", {"type": kind_of(value)})
-    if dtype and arr.dtype != np.dtype(dtype):
-        return Finding("common.wrong_dtype", {"got": str(arr.dtype), "expected": dtype})
-    ref = np.asarray(ref)
-    if arr.shape != ref.shape:
-        return Finding("common.wrong_shape", {"got": describe_shape(arr.shape), "expected": describe_shape(ref.shape)})
-    if not np.all(np.isfinite(arr)):
-        return Finding("common.not_finite")
-    if not np.allclose(arr, ref, rtol=rtol, atol=atol):
-        err = float(np.max(np.abs(arr.astype(np.float64) - ref)))
-        return Finding("common.wrong_values", {"max_err": f"{err:.3g}", "rtol": rtol, "atol": atol})
-    return None
-
-
-def matches_reference(symptoms: tuple[Symptom, ...] = (), rtol: float = 1e-5, atol: float = 1e-6,
-                      dtype: str = ""):
-    """Judge for an item whose value must equal the reference within a tolerance (and
-    have ``dtype``, when the exercise promises one).
-
-    When it does not, the first symptom that shows names the mistake; otherwise the
-    finding is the generic shape or value mismatch.
-    """
-
-    def judge(case: Case, value, ref) -> Finding | None:
-        finding = compare_arrays(value, ref, rtol, atol, dtype)
-        if finding is None or finding.key in ("common.not_an_array", "common.wrong_dtype"):
-            return finding
-        for symptom in symptoms:
-            if symptom.test(case, value, ref):
-                return Finding(symptom.key, finding.params)
-        return finding
-
-    return judge
 
 
 def with_stand_in_notes(ch: Chapter, verdicts: list[Verdict]) -> list[Verdict]:
