@@ -18,6 +18,7 @@ FIRST_LINE = 60  # characters of a cell's first line quoted in a message
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 ARROW_LINE = re.compile(r"^\s*-*>\s*\d+\s(.*)$")
 FRAME_HEAD = re.compile(r"^\s*(Cell In\[\d+\]|File \S.*:\d+)")  # IPython 8's frame headers
+CELL_FUNCTION = re.compile(r", in ([\w.]+)\(")  # "Cell In[4], line 3, in TinyLM.__init__(self, ...)"
 # The line that names the exception, ``jax.errors.TracerArrayConversionError: ...``: its
 # message may go on over later lines (JAX ends with "See https://..."), which are its text.
 EXCEPTION_HEAD = re.compile(
@@ -37,16 +38,18 @@ def cell_error(inner_traceback: str) -> dict:
         message = " ".join([match.group(2) or "", *(line.strip() for line in lines[head + 1:])])
     else:
         etype, _, message = (lines[-1] if lines else "").partition(":")
-    failing, in_cell = [], False
+    failing, functions, in_cell = [], [], False
     for line in lines:
         if FRAME_HEAD.match(line):
             in_cell = line.lstrip().startswith("Cell In")
+            functions += [m.group(1) if (m := CELL_FUNCTION.search(line)) else ""] * in_cell
         elif in_cell and (m := ARROW_LINE.match(line)):
             failing.append(m.group(1).strip())
     return {
         "type": etype.strip()[:80] or "Error",
         "message": shorten(message.strip()),
         "line": shorten(failing[-1]) if failing else "",
+        "function": functions[-1] if functions else "",  # as error_fact names it in-process
     }
 
 

@@ -94,6 +94,15 @@ def for_chapter(chapter_id: str) -> dict:
     return json.loads(folder.joinpath(f"{chapter_id}.json").read_text(encoding="utf-8"))
 
 
+def stub_hint(chapter_id: str, error: dict) -> dict:
+    """``{"message_key": key}`` for a NotImplementedError raised in one of the chapter's
+    stubs, the key ``grader release`` recorded for the function it sits in (``stub_hints``);
+    ``{}`` for one raised anywhere else."""
+    stubs = for_chapter(chapter_id).get("stub_hints", {}) if chapter_id else {}
+    key = stubs.get(str(error.get("function", "")))
+    return {"message_key": key} if key else {}
+
+
 @cache
 def example_lines(chapter_id: str) -> frozenset[str]:
     """The worked examples' lines, as a failing line is quoted: the exercise wrote them,

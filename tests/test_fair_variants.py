@@ -1,6 +1,7 @@
 """Fair code in unusual styles earns the points (issue 27): each variant is the
 solution with one region replaced, judged in this process on the items it touches.
-Chapter 05's loops over a fixed handful are in ``test_loop_cost``."""
+Chapter 05's loops over a fixed handful are in ``test_loop_cost``, chapter 03's heads in
+``test_ch03_pytorch``."""
 import pytest
 
 import grader.pipeline.judge.items as judging
@@ -20,28 +21,6 @@ def verdicts(chapter_id: str, regions: dict, items: tuple[str, ...]) -> dict:
         facts = run_in_process(ch, namespace, only=name)[name]
         found[name] = judging.judge_item(ch, ch.item(name), facts, disk_cache)
     return found
-
-
-def tiny_forward(last_line: str) -> str:
-    return ("T = input_ids.shape[1]\n"
-            "x = self.embed(input_ids) + self.pos(torch.arange(T, device=input_ids.device))\n"
-            f"for block in self.blocks:\n    x = block(x)\n{last_line}\n")
-
-
-# A tied TinyLM's head, three ways: the gradient is judged from the tie itself.
-HEADS = {
-    "lm_head": "return self.lm_head(self.ln_f(x))",
-    "f_linear": "return torch.nn.functional.linear(self.ln_f(x), self.embed.weight)",
-    "matmul_transpose": "return self.ln_f(x) @ self.embed.weight.T",
-}
-
-
-@pytest.mark.parametrize("head", HEADS)
-def test_a_tied_head_however_written_gets_the_gradient_item(head):
-    found = verdicts("03_pytorch", {"TinyLM.forward": tiny_forward(HEADS[head])}, ("TinyLM.forward", "TinyLM.grad"))
-    assert {name: v.status for name, v in found.items()} == {"TinyLM.forward": judging.PASS,
-                                                             "TinyLM.grad": judging.PASS}, \
-        {name: v.finding for name, v in found.items()}
 
 
 def test_an_exception_keeps_its_type_and_its_text_over_several_lines():

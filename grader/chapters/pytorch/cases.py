@@ -18,6 +18,36 @@ def _matrix(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
     return rng.normal(0.0, cols ** -0.25, (rows, cols)).astype(np.float32)
 
 
+def notebook_examples() -> dict:
+    """The tensors of the notebook's worked examples exactly as its cells make them, each
+    cell after its ``torch.manual_seed(0)``: the public cases are these calls.  Drawn from
+    a generator of their own seeded as the notebook seeds the global one (the same
+    numbers; the grader draws cases in several threads at once), and ``nn.Linear`` drawn
+    as its ``reset_parameters`` does."""
+    import math
+
+    import torch
+    from torch import nn
+
+    def embedding(v, d):
+        return nn.init.normal_(torch.empty(v, d), generator=g).numpy()
+
+    def linear(d, v, bias):
+        weight = nn.init.kaiming_uniform_(torch.empty(v, d), a=math.sqrt(5), generator=g).numpy()
+        bound = 1 / math.sqrt(d)
+        return weight, nn.init.uniform_(torch.empty(v), -bound, bound, generator=g).numpy() if bias else None
+
+    g = torch.Generator().manual_seed(0)
+    tie = dict(embedding=embedding(6, 4), **dict(zip(("head", "head_bias"), linear(4, 6, bias=True))))
+    refused = dict(embedding=embedding(6, 4), head=linear(4, 7, bias=False)[0])
+    g = torch.Generator().manual_seed(0)
+    E = torch.randn(7, 4, generator=g).numpy()
+    logits = [dict(h=torch.randn(4, generator=g).numpy(), E=E, b=None),
+              dict(h=torch.randn(2, 3, 4, generator=g).numpy(), E=E, b=torch.randn(7, generator=g).numpy())]
+    return {"tie_weights": tie, "tie_weights.ValueError": refused, "tied_logits": logits,
+            "TinyLM": dict(seed=0, input_ids=np.zeros((2, 5), np.int64))}
+
+
 def _case(n: int, args: dict, shape: str, public: int = 1, visibility: str = "") -> Case:
     """The n-th case of an item: the first ``public`` are worked examples, the rest hidden."""
     return Case("case.worked_example" if n < public else "case.hidden", args, public=n < public,
@@ -28,7 +58,7 @@ def _case(n: int, args: dict, shape: str, public: int = 1, visibility: str = "")
 
 # (V, d, bias, leading shape of the hidden vectors fed to the head); V = 1 and V = 1000
 # are the edges of the promise, and on Gradescope what fails there waits for the due date
-TIE_SHAPES = ((6, 4, False, (2,)), (5, 5, True, (3,)), (20, 8, True, (2, 3)), (3, 7, False, (4,)),
+TIE_SHAPES = ((6, 4, True, (2,)), (5, 5, True, (3,)), (20, 8, True, (2, 3)), (3, 7, False, (4,)),
               (1, 3, True, (2,)), (1000, 64, True, (4,)))
 
 
@@ -42,6 +72,7 @@ def tie_cases() -> list[Case]:
             head_bias=rng.normal(0.0, 1.0, v).astype(np.float32) if bias else None,
             hidden=rng.normal(0.0, d ** -0.25, (*lead, d)).astype(np.float32),
         )
+        args.update(notebook_examples()["tie_weights"] if n == 0 else {})  # hidden: the probe's own
         found.append(_case(n, args, f"nn.Embedding({v}, {d}), nn.Linear({d}, {v}, bias={bias})",
                            visibility="after_due_date" if v in (1, 1000) else ""))
     return found
@@ -53,8 +84,9 @@ REFUSED = ((6, 4, 7, 4), (6, 4, 6, 5), (6, 4, 4, 6), (8, 8, 5, 8), (1, 3, 3, 1))
 
 def refused_cases() -> list[Case]:
     rng = hidden_rng(f"{CHAPTER_ID}/tie_weights.ValueError")
-    return [_case(n, dict(embedding=_matrix(rng, v, d), head=_matrix(rng, o, i)),
-                  f"nn.Embedding({v}, {d}), nn.Linear({i}, {o})")
+    return [_case(n, notebook_examples()["tie_weights.ValueError"] if n == 0
+                  else dict(embedding=_matrix(rng, v, d), head=_matrix(rng, o, i)),
+                  f"nn.Embedding({v}, {d}), nn.Linear({i}, {o}, bias=False)")
             for n, (v, d, o, i) in enumerate(REFUSED)]
 
 
@@ -76,6 +108,7 @@ def _tiny_cases(item: str, shapes, with_upstream: bool = False) -> list[Case]:
                     input_ids=ids)
         if with_upstream:
             args["upstream"] = rng.normal(0.0, 1.0, (batch, length, v)).astype(np.float32)
+        args.update(notebook_examples()["TinyLM"] if n == 0 else {})
         model = f"TinyLM({v}, {d})" if layers is None else f"TinyLM({v}, {d}, n_layers={layers})"
         found.append(_case(n, args, f"{model}, input_ids {describe_shape(ids.shape)}"))
     return found
@@ -98,7 +131,7 @@ def grad_cases() -> list[Case]:
 
 # (leading shape of h, V, d, b): b is "given", "omitted" (its default), or "None" (b=None
 # by keyword).  Leading shapes from none to four dimensions; V = 1 and V = d are edges.
-LOGIT_SHAPES = (((2,), 4, 3, "omitted"), ((2,), 4, 3, "given"), ((3,), 5, 3, "given"), ((2, 5), 16, 8, "None"),
+LOGIT_SHAPES = (((), 7, 4, "omitted"), ((2, 3), 7, 4, "given"), ((3,), 5, 3, "given"), ((2, 5), 16, 8, "None"),
                 ((2, 3, 4), 7, 6, "given"), ((4,), 6, 6, "given"), ((), 9, 4, "given"),
                 ((1, 2, 1, 3), 5, 2, "omitted"), ((3,), 1, 4, "given"), ((8, 32), 300, 64, "given"))
 
@@ -110,6 +143,7 @@ def logits_cases() -> list[Case]:
         args = dict(h=rng.normal(0.0, d ** -0.25, (*lead, d)).astype(np.float32), E=_matrix(rng, v, d),
                     b=rng.normal(0.0, 1.0, v).astype(np.float32) if b == "given" else None,
                     upstream=rng.normal(0.0, 1.0, (*lead, v)).astype(np.float32), pass_b=b != "omitted")
+        args.update(notebook_examples()["tied_logits"][n] if n < 2 else {})
         shown = {"given": f", b ({v},)", "omitted": "", "None": ", b=None"}[b]
         found.append(_case(n, args, f"h {describe_shape((*lead, d))}, E ({v}, {d}){shown}", public=2))
     return found

@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from grader.expected_outputs import stub_hint
 from grader.kernel.runtime import decode
 from grader.outcome import FAIL, PASS, Finding, Verdict
 from grader.registry import Case, Chapter, ErrorPattern, Item
@@ -34,10 +35,13 @@ COMMON_ERRORS = (
 )
 
 
-def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None) -> Finding:
-    """The finding for an exception; ``cell`` names the notebook cell that raised it."""
+def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None,
+                   chapter_id: str = "") -> Finding:
+    """The finding for an exception; ``cell`` names the notebook cell that raised it.  A
+    stub of ``chapter_id`` that raised is named by the function it sits in: its hint is
+    the catalog's (``message_key``), in every language, whatever the raise says."""
     if COMMON_ERRORS[0].matches(error):  # the stub's hint says more than its line
-        return Finding("common.not_implemented", {"message": error["message"]})  # i18n.render translates it
+        return Finding("common.not_implemented", {"message": error["message"], **stub_hint(chapter_id, error)})
     for pattern in patterns:
         if pattern.matches(error):
             return Finding(pattern.key, {**error, **pattern.named(error)})
@@ -73,7 +77,7 @@ def bfloat16_slip(value) -> Finding | None:
 def judge_case(ch: Chapter, item: Item, case: Case, fact: dict, ref) -> Finding | None:
     """The finding for one case, or None when it passes."""
     if "error" in fact:
-        return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors)
+        return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors, chapter_id=ch.id)
     try:
         value = decode(fact["value"])
     except Exception:  # no probe writes an array that does not load: a forged record

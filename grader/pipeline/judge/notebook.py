@@ -16,10 +16,11 @@ KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
 
 
 def notebook_item_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
-                     provided: Collection[str] = ()) -> Verdict:
-    """Did every cell run?  A stub left alone reads as 'not implemented'.  ``shown``
-    names the code cells as the student sees them (``cells.code_cells``); a failing
-    line among ``provided`` (the worked examples' lines) is quoted as theirs."""
+                          provided: Collection[str] = (), chapter_id: str = "") -> Verdict:
+    """Did every cell run?  A stub left alone reads as 'not implemented' (its hint the
+    chapter's, ``classify_error``).  ``shown`` names the code cells as the student sees
+    them (``cells.code_cells``); a failing line among ``provided`` (the worked examples'
+    lines) is quoted as theirs."""
     failed = [c for c in cells if not c["passed"]]
     if not failed:
         return Verdict(NOTEBOOK_ITEM, 1, 1, PASS)
@@ -27,7 +28,8 @@ def notebook_item_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = 
     error = first.get("error", {"type": "Error", "message": "", "line": ""})
     # Later failures usually follow from the first (a name never defined), so the
     # first one decides: a stub left alone reads as "not implemented".
-    finding = judging.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1)
+    finding = judging.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1,
+                                     chapter_id=chapter_id)
     if finding.key != expected_outputs.ERRORS[2].key:  # a missing example names the exercise's cell
         finding = named(finding, list(shown))
     if finding.params.get("line") in provided:
@@ -103,4 +105,4 @@ def cell_verdict(cells: list[dict], shown: Sequence[tuple[int, str]], chapter_id
     if first.get("timed_out"):
         return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT,
                        cell_timeout(first["cell"], first.get("error", {}).get("line", ""), step, shown))
-    return notebook_item_verdict(cells, shown, expected_outputs.example_lines(chapter_id))
+    return notebook_item_verdict(cells, shown, expected_outputs.example_lines(chapter_id), chapter_id)
