@@ -61,8 +61,8 @@ def folder() -> Path | None:
 # platforms' formats or the book's helpers (``tied_book``, outside the grader) keeps the
 # stored references.
 GRADING_CODE = (
-    "chapters/**/*.py", "drawing.py", "registry.py", "kernel/runtime.py", "pipeline/judge/items.py", "comparisons.py",
-    "disk_cache.py",
+    "chapters/**/*.py", "drawing.py", "numerics.py", "registry.py", "kernel/runtime.py", "pipeline/judge/items.py",
+    "comparisons.py", "disk_cache.py",
 )
 
 

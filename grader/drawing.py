@@ -1,4 +1,4 @@
-"""Helpers shared by the chapters to build cases and recognise symptoms."""
+"""Hidden cases drawn from the teacher's secret, and the helpers that draw a case's ids and arguments."""
 from __future__ import annotations
 
 import hashlib
@@ -36,29 +36,3 @@ def token_ids(rng: np.random.Generator, length: int, vocab_size: int) -> list[in
 def float_args(seed, token_ids, vocab_size, d_model) -> list:
     """Arguments as a test harness sends them: every number a float."""
     return [float(seed), np.asarray(token_ids, np.float32), float(vocab_size), float(d_model)]
-
-
-def sample_std(values) -> float:
-    """The standard deviation of a parameter the kernel sent raw (NaN when it sent none)."""
-    return float(np.std(np.asarray(values, np.float64))) if values is not None else float("nan")
-
-
-def extremes(values):
-    """The eight smallest and eight largest values: equal for a copy or a transpose."""
-    if values is None:
-        return None
-    flat = np.sort(np.asarray(values, np.float64).ravel())
-    return np.concatenate([flat[:8], flat[-8:]])
-
-
-def self_logits_negative(logits, ids) -> bool:
-    """With a tied matrix ``logits[t, ids[t]]`` is a squared norm and cannot be negative."""
-    ids = np.asarray(ids, int)
-    return bool(np.any(np.asarray(logits)[np.arange(len(ids)), ids] < 0))
-
-
-def softmax(z, axis: int = -1) -> np.ndarray:
-    """The softmax along ``axis``, shifted by the maximum so that no exponential overflows."""
-    z = np.asarray(z, np.float64)
-    e = np.exp(z - z.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)

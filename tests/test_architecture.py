@@ -81,7 +81,8 @@ def graph_at() -> dict[str, dict[str, int]]:
 # under it) or, for ``core`` and the entry points, a list of modules.
 LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"kernel": ("grader.kernel",)},  # runs in the student's kernel
-    {"core": ("grader.outcome", "grader.registry", "grader.comparisons", "grader.drawing", "grader.atomic",
+    {"core": ("grader.outcome", "grader.registry", "grader.comparisons", "grader.drawing", "grader.numerics",
+              "grader.atomic",
               "grader.stopping", "grader.i18n", "grader.result", "grader.cells", "grader.expected_outputs")},
     {"chapters": ("grader.chapters",)},
     {"reference cache": ("grader.disk_cache",)},

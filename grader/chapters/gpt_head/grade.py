@@ -26,7 +26,7 @@ from grader.chapters.gpt_head.cases import (
 from grader.chapters.gpt_head.reference import LN_EPS, reference_ce, reference_forward, reference_grads, reference_probs
 from grader.chapters.plain_numpy import numpy_only, plain_numpy_promise
 from grader.comparisons import close, compare_arrays, describe_shape, matches_reference
-from grader.drawing import softmax
+from grader.numerics import softmax
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 FRAMEWORK_USED = "gpt_head.framework_used"  # a framework in code that must be plain NumPy

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from grader.drawing import softmax
+from grader.numerics import softmax
 
 EPS = 1e-5
 

@@ -14,7 +14,8 @@ import numpy as np
 import grader.chapters.tied_matrix as tied
 from grader.chapters.nnx.probe import reference_tiedembed
 from grader.comparisons import CONTAINERS, close, matches_reference, one_array
-from grader.drawing import extremes, hidden_rng
+from grader.drawing import hidden_rng
+from grader.numerics import extremes
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
 KEYS = tied.symptom_keys("nnx")
