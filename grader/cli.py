@@ -20,7 +20,7 @@ from pathlib import Path  # noqa: E402
 from typing import NoReturn  # noqa: E402
 
 from grader.i18n import LANGUAGES, detect_lang, language_code, render, text, unknown_language  # noqa: E402
-from grader.registry import Finding  # noqa: E402
+from grader.outcome import Finding  # noqa: E402
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_CLOSED_PIPE = 128 + 13  # as a shell reports a command that SIGPIPE ended

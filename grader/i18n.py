@@ -10,7 +10,7 @@ from decimal import Decimal
 from functools import cache
 from importlib import resources
 
-from grader.registry import Finding
+from grader.outcome import Finding
 
 LANGUAGES = ("en", "es", "ko")
 DEFAULT = "en"

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from grader.outcome import Finding  # what a chapter's judges return, declared with the outcomes
+from grader.outcome import Finding  # what a judge returns (import it from grader.outcome, not from here)
 
 # Who sees what of a case, with Gradescope's words: "visible" (a worked example, in the
 # notebook), "hidden" (its inputs never shown; a failure names its sizes and the mistake),

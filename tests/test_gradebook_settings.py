@@ -6,8 +6,8 @@ import pytest
 import grader.outputs.gradebook as gradebook
 from conftest import grader
 from grader.drawing import use_secret
+from grader.outcome import Finding
 from grader.outputs.shards import ShardSetError, merged_entries
-from grader.registry import Finding
 from grader.result import Result
 
 

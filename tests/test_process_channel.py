@@ -15,8 +15,8 @@ import grader.pipeline.runner as runner
 import grader.pipeline.supervise.supervisor as supervisor
 from conftest import grader
 from grader.chapters import chapter
+from grader.outcome import Finding
 from grader.pipeline.submission import load
-from grader.registry import Finding
 from grader.result import Result
 from notebooks import ROOT, solution, with_cells, write
 

@@ -186,7 +186,7 @@ def test_an_output_that_differs_on_a_later_line_says_lines_were_left_out():
 def test_a_numpy_draw_is_named_as_numpy_and_the_fix_is_int():
     from grader.chapters.gpt_head.grade import type_name
     from grader.i18n import render
-    from grader.registry import Finding
+    from grader.outcome import Finding
 
     assert (type_name("int64"), type_name("int"), type_name("bool"), type_name("float")) == ("np.int64", "int", "bool",
                                                                                               "float")

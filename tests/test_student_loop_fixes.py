@@ -154,9 +154,9 @@ def test_a_pass_with_the_books_version_of_a_missing_class_says_so_in_every_langu
     from pathlib import Path
 
     from grader.chapters import chapter
+    from grader.outcome import Finding
     from grader.outputs.report import as_dict
     from grader.pipeline.judge.items import FAIL, PASS, Verdict, with_stand_in_notes
-    from grader.registry import Finding
     from grader.result import Result
 
     ch = chapter("01_linen")
@@ -189,9 +189,9 @@ def test_a_misspelt_name_is_pointed_at(tmp_path):
 def test_a_narrow_terminal_gets_no_line_wider_than_it(lang):
     from pathlib import Path
 
+    from grader.outcome import Finding
     from grader.outputs.report import table, width
     from grader.pipeline.judge.items import FAIL, PASS, Verdict
-    from grader.registry import Finding
     from grader.result import Result
 
     result = Result(Path("exercises/a_long_folder_name/01_linen.ipynb"), "01_linen", verdicts=[

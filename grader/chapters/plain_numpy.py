@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import grader.chapters.source_checks as source_checks
 from grader.comparisons import CONTAINERS
-from grader.registry import Finding, Promise
+from grader.outcome import Finding
+from grader.registry import Promise
 
 # What "plain NumPy" rules out: the frameworks, and scipy (its ready-made softmax).
 FRAMEWORKS = {"torch", "jax", "jaxlib", "flax", "tensorflow", "scipy", "sklearn"}

@@ -18,7 +18,8 @@ import numpy as np
 from grader.comparisons import CONTAINERS, as_numbers, close, compare_arrays, one_array
 from grader.drawing import float_args, hidden_rng
 from grader.numerics import sample_std, self_logits_negative
-from grader.registry import Case, Finding, Item, Promise
+from grader.outcome import Finding
+from grader.registry import Case, Item, Promise
 
 # The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
 MAX_TOKENS, MAX_VOCAB, MAX_D = 64, 512, 256

@@ -36,8 +36,8 @@ from pathlib import Path
 
 from grader.atomic import write_atomic
 from grader.i18n import render, text
+from grader.outcome import Finding
 from grader.outputs.grading_requirements import requirements
-from grader.registry import Finding
 
 CANVAS_FIXED = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 

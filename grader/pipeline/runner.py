@@ -22,6 +22,7 @@ from pathlib import Path
 from grader import disk_cache, expected_outputs
 from grader.cells import code_cells
 from grader.chapters import chapter
+from grader.outcome import Finding
 from grader.pipeline.judge.broken_cells import with_broken_cells
 from grader.pipeline.judge.items import with_stand_in_notes
 from grader.pipeline.judge.notebook import judge_notebook
@@ -30,7 +31,7 @@ from grader.pipeline.prepare.job import Job
 from grader.pipeline.prepare.probe_bundle import write_spec
 from grader.pipeline.submission import BadSubmission, Submission, load
 from grader.pipeline.supervise.supervisor import POLL, Limits, supervise
-from grader.registry import Chapter, Finding
+from grader.registry import Chapter
 from grader.result import Result
 from grader.stopping import Interrupted, requested
 

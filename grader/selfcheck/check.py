@@ -27,9 +27,9 @@ from grader import disk_cache
 from grader.chapters import chapter_of_item, chapters
 from grader.disk_cache import compiled_programs_in_process
 from grader.i18n import detect_lang, language_code, text, unknown_language
-from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
+from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Finding, Verdict
 from grader.pipeline.prepare.probe_bundle import run_in_process
-from grader.registry import Chapter, Finding
+from grader.registry import Chapter
 from grader.selfcheck.kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_chapter, notebook_item
 from grader.selfcheck.panel import CheckResult, in_kernel
 

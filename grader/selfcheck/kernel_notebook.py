@@ -26,7 +26,7 @@ from grader import expected_outputs as eo
 from grader.cells import code_cells, first_line
 from grader.cells import named as named_cell
 from grader.kernel.runtime import error_fact
-from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
+from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Finding, Verdict
 from grader.pipeline.judge.broken_cells import (
     RERUN_FILE,
     defines,
@@ -37,7 +37,6 @@ from grader.pipeline.judge.broken_cells import (
 )
 from grader.pipeline.judge.notebook import notebook_item_verdict
 from grader.pipeline.submission import BadSubmission, read_bytes
-from grader.registry import Finding
 from grader.selfcheck.kernel_runs import INTERRUPTED, failed_runs
 
 TIMED_OUT = "CheckTimedOut"  # the type of what check()'s time limit raises

@@ -13,7 +13,8 @@ import numpy as np
 
 from grader.comparisons import close, compare_arrays, describe_shape
 from grader.drawing import hidden_rng, token_ids
-from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
+from grader.outcome import Finding
+from grader.registry import Case, Chapter, ErrorPattern, Item, Promise
 
 CHAPTER_ID = "07_three_frameworks"
 RTOL, ATOL = 1e-5, 1e-5  # float32 logits of size O(10) against float64: see the book page

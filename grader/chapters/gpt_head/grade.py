@@ -27,7 +27,8 @@ from grader.chapters.gpt_head.reference import LN_EPS, reference_ce, reference_f
 from grader.chapters.plain_numpy import numpy_only, plain_numpy_promise
 from grader.comparisons import close, compare_arrays, describe_shape, matches_reference
 from grader.numerics import softmax
-from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
+from grader.outcome import Finding
+from grader.registry import Case, Chapter, ErrorPattern, Item, Promise, Symptom
 
 FRAMEWORK_USED = "gpt_head.framework_used"  # a framework in code that must be plain NumPy
 PLAIN_NUMPY = plain_numpy_promise(FRAMEWORK_USED)

@@ -16,7 +16,8 @@ import grader.chapters.tied_matrix as tied
 from grader.chapters.linen.probe import INIT_STD, reference_tiedio
 from grader.comparisons import close, compare_arrays, one_array
 from grader.drawing import hidden_rng
-from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
+from grader.outcome import Finding
+from grader.registry import Case, Chapter, ErrorPattern, Item, Promise
 
 KEYS = tied.symptom_keys("linen")
 

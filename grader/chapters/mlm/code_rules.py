@@ -11,7 +11,8 @@ only names the loop's line.
 from __future__ import annotations
 
 import grader.chapters.source_checks as source_checks
-from grader.registry import Case, ErrorPattern, Finding
+from grader.outcome import Finding
+from grader.registry import Case, ErrorPattern
 
 # ---------------------------------------------------------------- the built-ins the text forbids
 

@@ -45,7 +45,8 @@ from grader.chapters.mlm.cases import (
 from grader.chapters.mlm.code_rules import FORBIDDEN, code_finding, cost_finding
 from grader.chapters.mlm.reference import EPS, LAYOUTS, forward_ref, gelu_ref, layer_norm_ref, mha_ref
 from grader.comparisons import as_numbers, close, compare_arrays, matches_reference
-from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
+from grader.outcome import Finding
+from grader.registry import Case, Chapter, ErrorPattern, Item, Promise, Symptom
 
 # eps values a LayerNorm is written with: BERT's, none, T5's and Llama's, this exercise's.
 EPS_SEEN = (1e-12, 0.0, 1e-6, 1e-5, 1e-8, 1e-3)

@@ -16,7 +16,8 @@ from grader.chapters.nnx.probe import reference_tiedembed
 from grader.comparisons import CONTAINERS, close, matches_reference, one_array
 from grader.drawing import hidden_rng
 from grader.numerics import extremes
-from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
+from grader.outcome import Finding
+from grader.registry import Case, Chapter, ErrorPattern, Item, Promise, Symptom
 
 KEYS = tied.symptom_keys("nnx")
 PROBED = ("kind", "params", "path", "logits")  # what the forward and gradient probes report

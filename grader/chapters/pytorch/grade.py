@@ -24,7 +24,8 @@ from grader.chapters.pytorch.cases import (
 )
 from grader.chapters.pytorch.identities import distinct, same_object, untied_finding
 from grader.comparisons import as_numbers, close, compare_arrays, describe_shape, matches_reference
-from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
+from grader.outcome import Finding
+from grader.registry import Case, Chapter, ErrorPattern, Item, Promise, Symptom
 
 RTOL = 1e-4
 # What torch says when a matrix product's shapes do not line up.

@@ -6,7 +6,7 @@ counter; every comparison is made here, where the notebook's code cannot reach.
 """
 from __future__ import annotations
 
-from grader.registry import Finding
+from grader.outcome import Finding
 
 
 def is_transposed_view(facts: dict, v: int, d: int) -> bool:

@@ -15,8 +15,7 @@ import re
 from grader import expected_outputs as eo
 from grader.cells import code_cells
 from grader.cells import named as named_cell
-from grader.outcome import NOTEBOOK_ITEM, Verdict
-from grader.registry import Finding
+from grader.outcome import NOTEBOOK_ITEM, Finding, Verdict
 
 UNDEFINED = re.compile(r"name '([^']+)' is not defined")
 RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (grader.kernel.runtime.CELL_FILE)
