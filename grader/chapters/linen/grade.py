@@ -13,7 +13,7 @@ from functools import cache, partial
 import numpy as np
 
 import grader.chapters.tied_matrix as tied
-from grader.chapters.linen.probe import INIT_STD, reference_tiedio
+from grader.chapters.linen.probe import INIT_STD, book_tiedio
 from grader.comparisons import close, compare_arrays, one_array
 from grader.drawing import hidden_rng
 from grader.outcome import Finding
@@ -61,7 +61,7 @@ def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
     import jax
     import jax.numpy as jnp
 
-    module = reference_tiedio()(vocab_size=vocab_size, d_model=d_model)
+    module = book_tiedio()(vocab_size=vocab_size, d_model=d_model)
     variables = module.init(jax.random.PRNGKey(seed), jnp.zeros((1,), jnp.int32))
     return np.asarray(variables["params"]["embedding"])
 
@@ -138,7 +138,7 @@ TIED_IO_EMBED = tied.embed_item(
     "01_linen", "linen", points=3, stands_on="TiedIO", drawn=reference_embedding, tol=EMBED_TOL,
     build=Promise("initialise TiedIO with jax.random.PRNGKey(int(seed))", "values equal the reference's draw for "
                   "each hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed; "
-                  "probe call_alone runs it with the reference TiedIO, so TiedIO's mistakes stay TiedIO's",
+                  "probe call_alone runs it with the book's TiedIO, so TiedIO's mistakes stay TiedIO's",
                   keys=("linen.ignores_seed", "linen.float_seed")),
     apply=Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; "
                   "common.untied when a token's logit with itself is negative; linen.scaled",

@@ -10,7 +10,7 @@ INIT_STD = 0.02  # the embedding's initialiser: nn.initializers.normal(stddev=0.
 
 
 @cache
-def reference_tiedio():
+def book_tiedio():
     """The exercise's ``TiedIO``, as the solution writes it."""
     import flax.linen as nn
 
@@ -29,8 +29,8 @@ def reference_tiedio():
 
 
 def call_alone(ns, fn, args):
-    """``tied_io_embed``, called with the reference ``TiedIO`` (``typed_call_standing_in``)."""
-    return typed_call_standing_in(ns, fn, args, {"TiedIO": reference_tiedio()})
+    """``tied_io_embed``, called with the book's ``TiedIO`` (``typed_call_standing_in``)."""
+    return typed_call_standing_in(ns, fn, args, {"TiedIO": book_tiedio()})
 
 
 def _param_tree(variables):

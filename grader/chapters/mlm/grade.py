@@ -14,7 +14,7 @@ raise ``ForbiddenFunctionError`` naming themselves (see ``probe.py``); the sourc
 the function and of the notebook's functions it calls comes back raw and
 ``code_rules`` finds loops and forbidden names in it, with their line; and the raw list
 of ATen operations the call dispatched catches a built-in reached under a name no
-source shows.  ``mlm_forward_tied`` runs with the reference helpers in place of the
+source shows.  ``mlm_forward_tied`` runs with the book's helpers in place of the
 student's, so each helper's mistake costs its own points once.
 
 What every exercise shares comes first (the tolerances, the judge of the code before
@@ -406,7 +406,7 @@ FORWARD_ITEM = exercise(
                 keys=("mlm.post_ln", "mlm.forward_eps")),
         Promise("FFN(u) = gelu_tanh(u @ w_mlp1) @ w_mlp2", "values; symptom mlm.exact_gelu when GELU is inlined",
                 keys=("mlm.exact_gelu",)),
-        Promise("judged on its own", "the probe runs it with the reference layer_norm, gelu_tanh and "
+        Promise("judged on its own", "the probe runs it with the book's layer_norm, gelu_tanh and "
                 "multi_head_attention in place of the student's"),
         Promise("tied head x @ w_emb.T, no other matrix, no final LayerNorm", "symptom mlm.separate_head",
                 keys=("mlm.separate_head",)),

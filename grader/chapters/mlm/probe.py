@@ -11,7 +11,7 @@ of each dimension and send how many operations each call dispatched: a Python lo
 over heads or positions shows as a count that grows.
 
 ``mlm_forward_tied`` is judged on its own: while it runs, the names ``layer_norm``,
-``gelu_tanh`` and ``multi_head_attention`` of the notebook are the reference ones
+``gelu_tanh`` and ``multi_head_attention`` of the notebook are the book's own ones
 below, so that a mistake in a helper costs that helper's points only.
 """
 import math
@@ -137,20 +137,20 @@ def _tensor(array):
     return torch.as_tensor(array.astype(np.float32))
 
 
-# ---------------------------------------------------------------- reference helpers
+# ---------------------------------------------------------------- the book's helpers
 
-def reference_layer_norm(x, eps=1e-5):
+def book_layer_norm(x, eps=1e-5):
     centred = x - x.mean(dim=-1, keepdim=True)
     return centred / (centred * centred).mean(dim=-1, keepdim=True).add(eps).sqrt()
 
 
-def reference_gelu_tanh(x):
+def book_gelu_tanh(x):
     import torch
 
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
-def reference_multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads):
+def book_multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads):
     import torch
 
     n, t, d = x.shape
@@ -231,8 +231,8 @@ def _table_gradient(table, cotangent):
 @_costed
 def mlm_forward_tied(ns, input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads, cotangent=None):
     tensors = [_tensor(a) for a in (input_ids, mask_indicator, w_emb, pos_embed, blocks_weights)]
-    helpers = {"layer_norm": reference_layer_norm, "gelu_tanh": reference_gelu_tanh,
-               "multi_head_attention": reference_multi_head_attention}
+    helpers = {"layer_norm": book_layer_norm, "gelu_tanh": book_gelu_tanh,
+               "multi_head_attention": book_multi_head_attention}
     then = None
     if cotangent is not None:  # the gradient case: the table's raw gradient, both uses together
         then = _table_gradient(tensors[2].requires_grad_(), cotangent)

@@ -12,7 +12,7 @@ from functools import cache, partial
 import numpy as np
 
 import grader.chapters.tied_matrix as tied
-from grader.chapters.nnx.probe import reference_tiedembed
+from grader.chapters.nnx.probe import book_tiedembed
 from grader.comparisons import CONTAINERS, close, matches_reference, one_array
 from grader.drawing import hidden_rng
 from grader.numerics import extremes
@@ -28,7 +28,7 @@ def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
     """The float32 matrix that ``TiedEmbed(V, D, rngs=nnx.Rngs(seed))`` draws."""
     from flax import nnx
 
-    model = reference_tiedembed()(vocab_size, d_model, rngs=nnx.Rngs(seed))
+    model = book_tiedembed()(vocab_size, d_model, rngs=nnx.Rngs(seed))
     return np.asarray(model.embedding[...])
 
 
@@ -268,7 +268,7 @@ TIED_IO_EMBED = tied.embed_item(
     "02_nnx", "nnx", points=2, stands_on="TiedEmbed", drawn=reference_embedding, tol=EMBED_TOL,
     build=Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden "
                   "seed (all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: "
-                  "nnx.float_seed; probe call_alone runs it with the reference TiedEmbed, so TiedEmbed's mistakes "
+                  "nnx.float_seed; probe call_alone runs it with the book's TiedEmbed, so TiedEmbed's mistakes "
                   "stay TiedEmbed's", keys=("nnx.ignores_seed", "nnx.init_scale", "nnx.float_seed")),
     apply=Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied",
                   keys=("common.untied",)),

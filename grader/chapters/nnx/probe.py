@@ -13,7 +13,7 @@ _DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarni
 
 
 @cache
-def reference_tiedembed():
+def book_tiedembed():
     """The exercise's ``TiedEmbed``, as the solution writes it."""
     import jax
     import jax.numpy as jnp
@@ -32,8 +32,8 @@ def reference_tiedembed():
 
 
 def call_alone(ns, fn, args):
-    """``tied_io_embed``, called with the reference ``TiedEmbed`` (``typed_call_standing_in``)."""
-    return typed_call_standing_in(ns, fn, args, {"TiedEmbed": reference_tiedembed()})
+    """``tied_io_embed``, called with the book's ``TiedEmbed`` (``typed_call_standing_in``)."""
+    return typed_call_standing_in(ns, fn, args, {"TiedEmbed": book_tiedembed()})
 
 
 def _build(ns, vocab_size, d_model, seed):

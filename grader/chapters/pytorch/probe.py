@@ -151,7 +151,7 @@ def _float32_only(model):
             raise DtypeSlipError(f"{name} is {tensor.dtype}, made by: {clip(_creating_line(model, name))}")
 
 
-def reference_tie_weights(embedding, lm_head):
+def book_tie_weights(embedding, lm_head):
     """The exercise's ``tie_weights``, as the solution writes it."""
     if lm_head.weight.shape != embedding.weight.shape:
         raise ValueError(f"cannot tie: lm_head.weight has shape {tuple(lm_head.weight.shape)}, "
@@ -162,13 +162,13 @@ def reference_tie_weights(embedding, lm_head):
 def _tinylm(ns, vocab_size, d_model, n_layers, seed):
     """The student's model as the exercise's signature allows: ``n_layers`` by keyword,
     or left to its default when the case gives None; float32 throughout.  A ``TinyLM``
-    that ties with the notebook's ``tie_weights`` gets the reference one: a mistake
+    that ties with the notebook's ``tie_weights`` gets the book's one: a mistake
     there is that item's."""
     import torch
 
     torch.manual_seed(int(seed))
     layers = {} if n_layers is None else {"n_layers": int(n_layers)}
-    with standing_in(ns, {"tie_weights": reference_tie_weights}):
+    with standing_in(ns, {"tie_weights": book_tie_weights}):
         model = lookup(ns, "TinyLM")(int(vocab_size), int(d_model), **layers)
     model.eval()  # no dropout: every probe below must be deterministic
     _float32_only(model)
