@@ -9,7 +9,7 @@ chapter adopts the rule with a message key of its own (``key``).
 from __future__ import annotations
 
 import grader.chapters.source_checks as source_checks
-from grader.comparisons import CONTAINERS
+import grader.comparisons as comparisons
 from grader.outcome import Finding
 from grader.registry import Promise
 
@@ -51,14 +51,18 @@ def numpy_only(judge, key: str, unwrap: bool = True, one_array: bool = False):
     ``framework_finding``); ``unwrap``: the
     judge gets the function's result, not the whole fact; ``one_array``: the exercise
     asks for one array (or number), so a tuple, list or dict is common.not_one_array,
-    judged from the result's raw type."""
+    judged from the result's raw type (``comparisons.one_array``, which needs ``unwrap``)."""
+    if one_array and not unwrap:
+        raise ValueError("one_array judges the function's result: it needs unwrap=True")
+    as_one_array = comparisons.one_array(judge)
+
     def checked(case, value, ref):
         if not isinstance(value, dict) or "code" not in value or ("out" not in value and unwrap):
             return Finding("common.not_judged", {"reason": "the probe's record has no result"})
         finding = framework_finding(value.get("code") or {}, key)
         if finding is not None:
             return finding
-        if one_array and value.get("type") in CONTAINERS:
-            return Finding("common.not_one_array", {"got": value["type"]})
+        if one_array:
+            return as_one_array(case, {"type": value.get("type"), "out": value["out"]}, ref)
         return judge(case, value["out"] if unwrap else value, ref)
     return checked
