@@ -29,14 +29,18 @@ def _imports(source: str) -> set[str]:
 
 
 def chapter_frameworks(chapter: str, source: Path) -> list[str]:
-    """The frameworks grading ``chapter`` imports (``FRAMEWORKS``' keys, sorted): its
-    chapter module's, its probe module's and its solution notebook's."""
+    """The frameworks grading ``chapter`` imports (``FRAMEWORKS``' keys, sorted): those of
+    every module of its chapter's folder (``grade.py``, and ``reference.py`` or
+    ``cases.py`` where the chapter is split), of its probe module and of its solution
+    notebook."""
     from grader.chapters import chapter as get
     from grader.chapters import chapter_modules
 
+    folder = source / chapter_modules()[chapter].rpartition(".")[0].replace(".", "/")
+    probe = source / (get(chapter).probe_module.replace(".", "/") + ".py")
     found: set[str] = set()
-    for module in (get(chapter).probe_module, chapter_modules()[chapter]):
-        found |= _imports((source / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8"))
+    for path in sorted({*folder.glob("*.py"), probe}):
+        found |= _imports(path.read_text(encoding="utf-8"))
     notebook = json.loads((source / "solutions" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
     for cell in notebook["cells"]:
         if cell["cell_type"] == "code":
