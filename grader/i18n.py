@@ -208,5 +208,6 @@ def render(finding: Finding, lang: str = DEFAULT) -> str:
     message = text(finding.key, lang, **localised(params, lang))
     line = finding.params.get("line")
     if line:
-        message += " — " + text(str(finding.params.get("line_label") or "ui.your_line"), lang, line=line)
+        message += " — " + text(str(finding.params.get("line_label") or "ui.your_line"), lang, line=line,
+                                given=finding.params.get("given", ""))
     return message

@@ -39,3 +39,23 @@ def test_the_line_is_the_helpers_in_the_terminal_and_in_check(tmp_path):
     assert in_terminal["tied_embedding_grad"] == in_kernel["tied_embedding_grad"]
     # the worked example that calls it: the notebook item quotes the same line
     assert INNERMOST in in_terminal["notebook"] and in_terminal["notebook"] == in_kernel["notebook"]
+
+
+# A pitfall: chapter 03's TinyLM.forward sends float64 into the blocks; the notebook's
+# given Block raises.  The line is the student's call, the given line only its context.
+GIVEN_CHAPTER = "03_pytorch"
+DOUBLE_FORWARD = ("T = input_ids.shape[1]\n"
+                  "x = (self.embed(input_ids) + self.pos(torch.arange(T))).double()\n"
+                  "for block in self.blocks:\n"
+                  "    x = block(x)\n"
+                  "return self.lm_head(self.ln_f(x))")
+IN_GIVEN = "your line: x = block(x) (it failed inside the code the notebook gives you: a = self.ln_1(x))"
+
+
+def test_a_failure_in_the_given_code_names_the_students_call(tmp_path):
+    nb = replace_regions(GIVEN_CHAPTER, {"TinyLM.forward": DOUBLE_FORWARD})
+    in_terminal = messages(as_dict(grade(write(nb, tmp_path / f"{GIVEN_CHAPTER}.ipynb"), Limits(timeout=120)), "en"))
+    in_kernel = messages(check_in_process(nb, GIVEN_CHAPTER)["en"])
+    for item in ("TinyLM.forward", "notebook"):
+        assert IN_GIVEN in in_terminal[item], in_terminal[item]
+        assert in_terminal[item] == in_kernel[item]

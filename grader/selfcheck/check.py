@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 
 import grader.pipeline.judge.items as judge
-from grader import disk_cache
+from grader import disk_cache, expected_outputs
 from grader.disk_cache import compiled_programs_in_process
 from grader.i18n import detect_lang, language_code, text, unknown_language
 from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
@@ -126,7 +126,8 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
         if only is not None and only not in (item.name, item.target):
             continue
         record = facts.get(item.name, [])
-        verdict = timed_out(item, record, seconds, stuck) or judge.judge_item(ch, item, record, disk_cache)
+        verdict = timed_out(item, record, seconds, stuck) or judge.judge_item(
+            ch, item, record, disk_cache, expected_outputs.given_lines(ch.id))
         finding = in_kernel_frame(verdict.finding, namespace, cells)
         found.append(verdict if finding is verdict.finding else
                      Verdict(item.name, 0, item.points, verdict.status, finding))

@@ -266,6 +266,6 @@ def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
         status, key = SEEN_IN_KERNEL[first["type"]]
         at = next(r["cell"] for r in records if not r["passed"])
         return Verdict(NOTEBOOK_ITEM, 0, 1, status, named_cell(Finding(key, {"cell": at + 1}), named))
-    verdict = notebook_verdict(records + missing, named, eo.example_lines(chapter_id))
+    verdict = notebook_verdict(records + missing, named, eo.example_lines(chapter_id), eo.given_lines(chapter_id))
     finding = in_kernel_frame(verdict.finding, namespace, cells)
     return verdict if finding is verdict.finding else Verdict(verdict.item, 0, 1, verdict.status, finding)

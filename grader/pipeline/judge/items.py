@@ -7,7 +7,7 @@ out: nothing here reads a file or a catalog.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -34,8 +34,25 @@ COMMON_ERRORS = (
 )
 
 
-def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None) -> Finding:
-    """The finding for an exception; ``cell`` names the notebook cell that raised it."""
+def own_line(error: dict, given: Collection[str] = ()) -> dict:
+    """``error`` with the student's own line: the innermost of the cells' lines on the
+    way to it (``lines``, innermost last) that is not code the notebook gives
+    (``given``), with the given line that raised as context; else as it came."""
+    lines = error.get("lines")
+    error = {key: value for key, value in error.items() if key != "lines"}
+    if error.get("line") not in given or not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
+        return error
+    own = next((line for line in reversed(lines) if line and line not in given), None)
+    if own is None:  # only given code on the way: its line is all there is
+        return error
+    return {**error, "line": own, "given": error["line"], "line_label": "ui.given_line"}
+
+
+def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None,
+                   given: Collection[str] = ()) -> Finding:
+    """The finding for an exception; ``cell`` names the notebook cell that raised it,
+    ``given`` the lines of the code the notebook gives (``own_line``)."""
+    error = own_line(error, given)
     if COMMON_ERRORS[0].matches(error):  # the stub's hint says more than its line
         return Finding("common.not_implemented", {"message": error["message"]})  # i18n.render translates it
     for pattern in patterns:
@@ -70,10 +87,10 @@ def bfloat16_slip(value) -> Finding | None:
     return None
 
 
-def judge_case(ch: Chapter, item: Item, case: Case, fact: dict, ref) -> Finding | None:
-    """The finding for one case, or None when it passes."""
+def judge_case(ch: Chapter, item: Item, case: Case, fact: dict, ref, given: Collection[str] = ()) -> Finding | None:
+    """The finding for one case, or None when it passes; ``given``: see ``own_line``."""
     if "error" in fact:
-        return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors)
+        return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors, given=given)
     try:
         value = decode(fact["value"])
     except Exception:  # no probe writes an array that does not load: a forged record
@@ -86,9 +103,9 @@ def not_judged(exc: Exception) -> Finding:
     return Finding("common.not_judged", {"reason": f"{type(exc).__name__}: {exc}"[:200]})
 
 
-def judge_item(ch: Chapter, item: Item, facts, known: Known) -> Verdict:
+def judge_item(ch: Chapter, item: Item, facts, known: Known, given: Collection[str] = ()) -> Verdict:
     """Verdict of one item from its facts: exactly one well-formed fact per case, in case order,
-    each judged against the case's reference from ``known``.
+    each judged against the case's reference from ``known``; ``given``: see ``own_line``.
 
     The facts come from the student's kernel: a missing, extra or malformed fact fails
     the item, and nothing a judge, a symptom, a reference or the decoding raises stops
@@ -111,7 +128,7 @@ def judge_item(ch: Chapter, item: Item, facts, known: Known) -> Verdict:
         return fail(not_judged(exc))
     for case, fact, ref in zip(item_cases, facts, refs):
         try:
-            finding = judge_case(ch, item, case, fact, ref)
+            finding = judge_case(ch, item, case, fact, ref, given)
         except Exception as exc:  # an odd value no judge foresaw: never a crash
             finding = not_judged(exc)
         if finding is not None:
@@ -119,10 +136,10 @@ def judge_item(ch: Chapter, item: Item, facts, known: Known) -> Verdict:
     return Verdict(item.name, item.points, item.points, PASS)
 
 
-def judge_records(ch: Chapter, item: Item, records: list, known: Known) -> Verdict:
+def judge_records(ch: Chapter, item: Item, records: list, known: Known, given: Collection[str] = ()) -> Verdict:
     """An item passes only on exactly one record: a second line for it is forged."""
     if len(records) == 1:
-        return judge_item(ch, item, records[0], known)
+        return judge_item(ch, item, records[0], known, given)
     forged = Finding("common.bad_record", {"count": len(records), "expected": 1})
     return Verdict(item.name, 0, item.points, FAIL, forged)
 

@@ -16,10 +16,11 @@ KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
 
 
 def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
-                     provided: Collection[str] = ()) -> Verdict:
+                     provided: Collection[str] = (), given: Collection[str] = ()) -> Verdict:
     """Did every cell run?  A stub left alone reads as 'not implemented'.  ``shown``
     names the code cells as the student sees them (``cells.code_cells``); a failing
-    line among ``provided`` (the worked examples' lines) is quoted as theirs."""
+    line among ``provided`` (the worked examples' lines) is quoted as theirs, one in
+    ``given`` (the other code the notebook gives) as context (``judge.own_line``)."""
     failed = [c for c in cells if not c["passed"]]
     if not failed:
         return Verdict(NOTEBOOK_ITEM, 1, 1, PASS)
@@ -27,7 +28,7 @@ def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
     error = first.get("error", {"type": "Error", "message": "", "line": ""})
     # Later failures usually follow from the first (a name never defined), so the
     # first one decides: a stub left alone reads as "not implemented".
-    finding = judge.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1)
+    finding = judge.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1, given=given)
     if finding.key != expected_outputs.ERRORS[2].key:  # a missing example names the exercise's cell
         finding = named(finding, list(shown))
     if finding.params.get("line") in provided:
@@ -50,7 +51,7 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, known: judge
     """
     seconds, more, step = f"{timeout_s:g}", "ui.more_time_terminal", f"{step_s:g}"
     done = {
-        item.name: judge.judge_records(ch, item, facts[item.name], known)
+        item.name: judge.judge_records(ch, item, facts[item.name], known, expected_outputs.given_lines(ch.id))
         for item in ch.items
         if item.name in facts
     }
@@ -103,4 +104,5 @@ def cell_verdict(cells: list[dict], shown: Sequence[tuple[int, str]], chapter_id
     if first.get("timed_out"):
         return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT,
                        cell_timeout(first["cell"], first.get("error", {}).get("line", ""), step, shown))
-    return notebook_verdict(cells, shown, expected_outputs.example_lines(chapter_id))
+    return notebook_verdict(cells, shown, expected_outputs.example_lines(chapter_id),
+                            expected_outputs.given_lines(chapter_id))

@@ -43,7 +43,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from grader import expected_outputs
-from grader.kernel.runtime import shorten
+from grader.kernel.runtime import CELL_LINES, shorten
 from grader.pipeline.prepare.job import read as read_job
 from grader.pipeline.prepare.probe_bundle import probe_source
 from grader.pipeline.supervise.process_tree import kill_descendants
@@ -80,6 +80,7 @@ def cell_error(inner_traceback: str) -> dict:
         "type": etype.strip()[:80] or "Error",
         "message": shorten(message.strip()),
         "line": shorten(failing[-1]) if failing else "",
+        "lines": [shorten(line) for line in failing[-CELL_LINES:]],  # which is the student's: ``own_line``
     }
 
 
