@@ -209,5 +209,5 @@ def render(finding: Finding, lang: str = DEFAULT) -> str:
     line = finding.params.get("line")
     if line:
         message += " — " + text(str(finding.params.get("line_label") or "ui.your_line"), lang, line=line,
-                                given=finding.params.get("given", ""))
+                                context=finding.params.get("context", ""))
     return message

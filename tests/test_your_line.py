@@ -10,6 +10,7 @@ from grader.pipeline.runner import grade
 from grader.pipeline.supervise.supervisor import Limits
 from inprocess import check_in_process
 from notebooks import replace_regions, write
+from pitfalls import mlm
 
 CHAPTER = "04_gpt_head"  # plain NumPy: its kernel starts in a second or two
 HELPER = ("def _scatter(G, tokens, E):\n"
@@ -59,3 +60,20 @@ def test_a_failure_in_the_given_code_names_the_students_call(tmp_path):
     for item in ("TinyLM.forward", "notebook"):
         assert IN_GIVEN in in_terminal[item], in_terminal[item]
         assert in_terminal[item] == in_kernel[item]
+
+
+# Chapter 05's pitfall: multi_head_attention returns float64, and the worked example fails
+# later, in mlm_forward_tied, where float64 meets float32: that line is where they met,
+# not the mistake, and the item that returned the wrong dtype is named.
+MLM = "05_mlm"
+MET = ("where the two dtypes met: x = x + gelu_tanh(layer_norm(x) @ w_mlp1) @ w_mlp2 "
+       "(the other dtype comes from multi_head_attention: see that item)")
+
+
+def test_a_dtype_slip_is_traced_to_the_item_that_made_it_not_to_the_line_where_it_surfaced(tmp_path):
+    pitfall = next(p for p in mlm.PITFALLS if p.name == "attention_in_float64")
+    nb = replace_regions(MLM, pitfall.regions)
+    in_terminal = messages(as_dict(grade(write(nb, tmp_path / f"{MLM}.ipynb"), Limits(timeout=120)), "en"))
+    in_kernel = messages(check_in_process(nb, MLM)["en"])
+    assert MET in in_terminal["notebook"] and "your line" not in in_terminal["notebook"], in_terminal["notebook"]
+    assert in_terminal["notebook"] == in_kernel["notebook"]

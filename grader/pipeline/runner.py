@@ -21,7 +21,7 @@ from pathlib import Path
 
 from grader import disk_cache, expected_outputs
 from grader.pipeline.cells import code_cells
-from grader.pipeline.judge.items import with_stand_in_notes
+from grader.pipeline.judge.items import with_dtype_sources, with_stand_in_notes
 from grader.pipeline.judge.notebook import verdicts
 from grader.pipeline.prepare.job import FILE as JOB_FILE
 from grader.pipeline.prepare.job import Job
@@ -55,7 +55,7 @@ def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = 
     cells = json.loads(sub.data.decode("utf-8"))["cells"]
     judged = verdicts(ch, facts, summary, stopped, disk_cache, code_cells(cells), timeout_s=limits.timeout,
                       step_s=limits.step_seconds, memory_bytes=limits.memory)
-    found = with_broken_cells(with_stand_in_notes(ch, judged), cells)
+    found = with_broken_cells(with_dtype_sources(with_stand_in_notes(ch, judged)), cells)
     result = Result(path, sub.chapter, sub.sha256, found, log=log)
     result.seconds = time.monotonic() - start
     return result

@@ -7,6 +7,7 @@ out: nothing here reads a file or a catalog.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Protocol
@@ -45,7 +46,7 @@ def own_line(error: dict, given: Collection[str] = ()) -> dict:
     own = next((line for line in reversed(lines) if line and line not in given), None)
     if own is None:  # only given code on the way: its line is all there is
         return error
-    return {**error, "line": own, "given": error["line"], "line_label": "ui.given_line"}
+    return {**error, "line": own, "context": error["line"], "line_label": "ui.given_line"}
 
 
 def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None,
@@ -243,6 +244,28 @@ def matches_reference(symptoms: tuple[Symptom, ...] = (), rtol: float = 1e-5, at
         return finding
 
     return judge
+
+
+# The text of an error raised where two dtypes met (PyTorch's words): its line is where
+# they met, which is not where the wrong one was made (``with_dtype_sources``).
+DTYPES_MET = re.compile(r"same dtype|expected scalar type|dtype \w+ but|(double|float|half|bfloat16) != \w+", re.I)
+
+
+def with_dtype_sources(verdicts: list[Verdict]) -> list[Verdict]:
+    """A line where two dtypes met is not quoted as the student's mistake: the wrong
+    dtype was made before, in a frame the traceback no longer holds.  It is named as
+    the place they met, with the item found returning a wrong dtype, if one was: where
+    the other dtype comes from."""
+    slips = [v.item for v in verdicts if v.finding is not None and v.finding.key == "common.wrong_dtype"]
+
+    def met(v: Verdict) -> Verdict:
+        params = v.finding.params if v.finding is not None else {}
+        if not params.get("line") or params.get("line_label") or not DTYPES_MET.search(str(params.get("message", ""))):
+            return v  # no line, or one already named for what it is (the given code's caller, an example's)
+        source = next((item for item in slips if item != v.item), "")
+        label = "ui.dtypes_met_from" if source else "ui.dtypes_met_line"
+        return replace(v, finding=replace(v.finding, params={**params, "line_label": label, "context": source}))
+    return [met(v) for v in verdicts]
 
 
 def with_stand_in_notes(ch: Chapter, verdicts: list[Verdict]) -> list[Verdict]:
