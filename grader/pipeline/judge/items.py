@@ -259,7 +259,9 @@ def with_dtype_sources(verdicts: list[Verdict]) -> list[Verdict]:
     slips = [v.item for v in verdicts if v.finding is not None and v.finding.key == "common.wrong_dtype"]
 
     def met(v: Verdict) -> Verdict:
-        params = v.finding.params if v.finding is not None else {}
+        if v.finding is None:
+            return v
+        params = v.finding.params
         if not params.get("line") or params.get("line_label") or not DTYPES_MET.search(str(params.get("message", ""))):
             return v  # no line, or one already named for what it is (the given code's caller, an example's)
         source = next((item for item in slips if item != v.item), "")
