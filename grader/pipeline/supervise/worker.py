@@ -362,8 +362,11 @@ class ProbeHook:
                 self.probing = item or ""
                 self.begin(item or "checks")
             try:
+                # stop_on_error=False: after a step that raised (an item's checks interrupted),
+                # ipykernel would otherwise abort the requests that reach it before its own
+                # "stop aborting" note does (a loaded machine): the next item's, unrun.
                 reply = execute_reply(kernel, kernel.kc.execute(code, store_history=False, allow_stdin=False,
-                                                                 user_expressions=wanted))
+                                                                 user_expressions=wanted, stop_on_error=False))
             except KernelDied:
                 self.probe_status = "kernel_dead"
                 return
