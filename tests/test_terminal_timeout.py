@@ -228,3 +228,30 @@ def test_the_deadline_stops_whatever_step_runs(guarded, tmp_path):
 def test_once_a_step_has_returned_its_ctrl_c_lands_nowhere(guarded, tmp_path):
     assert guarded(str(tmp_path / "aim"), "sample_next", lambda: "done") == "done"
     assert ctrl_c(tmp_path / "aim", "sample_next") == "ran to its end"  # until ipykernel's handler is back
+
+
+class RecordingKernel:
+    """Answers every request at once, "ok"; keeps what each request asked for."""
+
+    def __init__(self):
+        self.sent: list[dict] = []
+        self.kc = SimpleNamespace(execute=self.execute)
+
+    def execute(self, code, **options):
+        self.sent.append(options)
+        return str(len(self.sent))
+
+    def get_message(self, stream, timeout):
+        return {"parent_header": {"msg_id": str(len(self.sent))}, "content": {"status": "ok"}}
+
+    def is_alive(self):
+        return True
+
+
+def test_no_step_of_the_checks_lets_an_error_abort_the_next():
+    # ipykernel aborts the requests that reach it soon after one that raised (an item's
+    # checks interrupted) unless told not to: on a loaded machine, the next item's checks.
+    hook = ProbeHook("spec.json", "grader.chapters.gpt_head.probe", ["a", "b"], io.BytesIO())
+    kernel = RecordingKernel()
+    hook.run_probes(kernel)
+    assert len(kernel.sent) == 3 and all(options["stop_on_error"] is False for options in kernel.sent)
