@@ -24,6 +24,7 @@ from grader.registry import Finding  # noqa: E402
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_CLOSED_PIPE = 128 + 13  # as a shell reports a command that SIGPIPE ended
+INBOXES = (("gradescope", "submission"), ("prairielearn", "student"))  # where each platform puts the notebook
 
 
 def positive(kind):
@@ -41,7 +42,7 @@ def positive(kind):
 
 def chapter_argument(value: str) -> str:
     """A chapter's id, or the one line naming the choices."""
-    from grader.registry import chapters
+    from grader.chapters import chapters
 
     if value not in chapters():
         raise argparse.ArgumentTypeError(f"unknown chapter {value}, choose from {', '.join(chapters())}")
@@ -154,7 +155,7 @@ def parser() -> argparse.ArgumentParser:
     canvas.add_argument("--roster", type=Path, help="the course's Canvas gradebook export (CSV), to match students")
     language(canvas)
 
-    for name, inbox in (("gradescope", "submission"), ("prairielearn", "student")):
+    for name, inbox in INBOXES:
         entry = sub.add_parser(name, help=f"grade ROOT/{inbox} into ROOT/results/results.json ({name}'s layout)")
         entry.add_argument("--root", type=Path, required=True)
         entry.add_argument("--chapter", required=True)
@@ -237,8 +238,29 @@ def check_notebook(args) -> int:
     return EXIT_OK if result.passed else EXIT_FAIL
 
 
+def grade_all(paths: list[Path], out: Path, jobs: int, limits, lang: str, shard: tuple[int, int] | None = None):
+    """Grade every notebook under ``paths`` (only share K of N with ``shard``) into
+    ``out``'s gradebook, which is saved first and after each submission."""
+    from grader.outputs.gradebook import Gradebook, find_notebooks, progress, settings
+    from grader.outputs.shards import in_shard
+    from grader.pipeline.batch import grade_batch
+
+    book = Gradebook(out, lang, graded_with=settings(limits.sandbox, lang), shard=shard)
+    book.save()  # first: even a run stopped at once leaves a valid gradebook
+    if requested():
+        raise Interrupted
+    todo = [(s, p) for s, p in find_notebooks(paths)
+            if (shard is None or in_shard(s, p, shard)) and not book.is_current(p)]
+
+    def record(student: str, path: Path, result, done: int) -> None:
+        book.add(student, result)
+        progress(done, len(todo), str(path))
+
+    grade_batch(todo, jobs, limits, record)
+    return book
+
+
 def run_grade(args) -> int:
-    from grader.outputs.gradebook import grade_all
     from grader.outputs.shards import ShardError, parse_shard
     from grader.pipeline.supervise.supervisor import Limits
 
@@ -333,8 +355,8 @@ def run_feedback(args) -> int:
 def run_export(args) -> int:
     import grader.outputs.platforms as platforms
     from grader.atomic import write_atomic
+    from grader.chapters import chapters
     from grader.outputs.class_report import load
-    from grader.registry import chapters
 
     source = Path(__file__).resolve().parent.parent  # the checkout: the grader package's folder's parent
     try:
@@ -374,14 +396,21 @@ def run_export(args) -> int:
 
 
 def run_platform(args) -> int:
+    """Grade the chapter's notebook in the platform's inbox into ``results/results.json``."""
     import grader.outputs.platforms as platforms
+    from grader.outputs.report import as_dict
+    from grader.pipeline.batch import grade_alone
 
-    run = platforms.run_gradescope if args.command == "gradescope" else platforms.run_prairielearn
     if args.user and os.geteuid() != 0:
         print(f"--user {args.user}: the grader must run as root to run notebooks as another user", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return run(args.root, args.chapter, args.lang, args.timeout, args.user)
+        folder = args.root / dict(INBOXES)[args.command]
+        notebook = platforms.find_submission(folder, args.chapter)
+        entry = (platforms.no_notebook(folder, args.lang) if notebook is None
+                 else as_dict(grade_alone(notebook, args.chapter, args.timeout, args.user), args.lang))
+        platforms.write_results(args.root, args.command, entry, args.lang)
+        return EXIT_OK
     except Interrupted:
         return interrupted(text("common.interrupted", args.lang))
     except Exception as exc:

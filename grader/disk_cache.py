@@ -40,9 +40,10 @@ from importlib import metadata
 from pathlib import Path
 
 from grader.atomic import write_atomic
+from grader.chapters import chapter
 from grader.drawing import secret_id
 from grader.kernel.runtime import decode, encode
-from grader.registry import Case, Chapter, chapter
+from grader.registry import Case, Chapter
 
 LIBRARIES = ("numpy", "jax", "jaxlib", "flax", "torch")
 
@@ -60,7 +61,8 @@ def folder() -> Path | None:
 # platforms' formats or the book's helpers (``tied_book``, outside the grader) keeps the
 # stored references.
 GRADING_CODE = (
-    "chapters/**/*.py", "drawing.py", "registry.py", "kernel/runtime.py", "pipeline/judge/items.py", "disk_cache.py",
+    "chapters/**/*.py", "drawing.py", "registry.py", "kernel/runtime.py", "pipeline/judge/items.py", "comparisons.py",
+    "disk_cache.py",
 )
 
 

@@ -16,8 +16,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from grader.cells import first_line
 from grader.kernel.runtime import shorten
-from grader.pipeline.cells import first_line
 from grader.registry import ErrorPattern
 
 MARKER = "NBVAL_CHECK_OUTPUT"
@@ -92,6 +92,15 @@ def dumps(expected: dict) -> str:
 def for_chapter(chapter_id: str) -> dict:
     folder = resources.files("grader").joinpath("expected")
     return json.loads(folder.joinpath(f"{chapter_id}.json").read_text(encoding="utf-8"))
+
+
+def stub_hint(chapter_id: str, error: dict) -> dict:
+    """``{"message_key": key}`` for a NotImplementedError raised in one of the chapter's
+    stubs, the key ``grader release`` recorded for the function it sits in (``stub_hints``);
+    ``{}`` for one raised anywhere else."""
+    stubs = for_chapter(chapter_id).get("stub_hints", {}) if chapter_id else {}
+    key = stubs.get(str(error.get("function", "")))
+    return {"message_key": key} if key else {}
 
 
 @cache

@@ -180,14 +180,6 @@ def korean_particles(template: str, values: dict) -> str:
         lambda m: m.group(1) + particle(str(values[m.group(2)]), m.group(3)), template)
 
 
-def hint_key(hint: str) -> str:
-    """The catalog key of a stub's hint (``<chapter>.hint_<name>``), or ``""``.  The kernel
-    sends back only the stub's message, so its text is what names it: ``grader release``
-    writes the stub and this English entry from the same solution marker, and
-    ``grader release --check`` fails when they part."""
-    return next((k for k, v in catalog(DEFAULT).items() if ".hint_" in k and v == hint.strip()), "")
-
-
 def localised(params: dict, lang: str) -> dict:
     """Parameters whose name ends in ``_key`` name a catalog message: also give it in ``lang``
     under the name without the suffix (``message_key`` fills ``{message}``)."""
@@ -201,11 +193,9 @@ def localised(params: dict, lang: str) -> dict:
 def render(finding: Finding, lang: str = DEFAULT) -> str:
     """A finding as one message, with the failing line when there is one: the
     student's, or one of the worked example's (``line_label``).  A stub's hint, which
-    the stub raises in English, is given in ``lang``: it is a catalog message."""
-    params = finding.params
-    if "message_key" not in params and (key := hint_key(str(params.get("message", "")))):
-        params = {**params, "message_key": key}
-    message = text(finding.key, lang, **localised(params, lang))
+    the stub raises in English, is given in ``lang``: the judge named its catalog key
+    (``message_key``)."""
+    message = text(finding.key, lang, **localised(finding.params, lang))
     line = finding.params.get("line")
     if line:
         message += " — " + text(str(finding.params.get("line_label") or "ui.your_line"), lang, line=line,

@@ -6,15 +6,13 @@ reference, and how a wrong answer is recognised.  It reads top to bottom: what i
 items share, then one block per exercise in the notebook's order (cases, reference,
 symptoms, judge), ending with that exercise's ``Item`` and its promises; the
 ``Chapter`` at the bottom lists the items.  Adding an exercise is adding one block;
-adding a chapter is adding its module to ``grader/chapters/``.
+adding a chapter is adding its module to ``grader/chapters/``, where ``grader.chapters``
+finds it: this module holds the types only, and imports no chapter.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from dataclasses import dataclass, field, replace
-from functools import cache
 from typing import Any, Callable
 
 from grader.outcome import Finding  # what a chapter's judges return, declared with the outcomes
@@ -91,7 +89,7 @@ class Promise:
     pitfall that gets it, and every finding a chapter's judges can give to a promise."""
 
     says: str  # what the exercise promises, as the notebook states it
-    check: str  # what enforces it: a case, a judge, a symptom, a source check
+    enforced_by: str  # what enforces it: a case, a judge, a symptom, a source check
     keys: tuple[str, ...] = ()  # the finding keys of that check
 
 
@@ -140,36 +138,3 @@ class Chapter:
 def is_probe(module: str) -> bool:
     """Is ``module`` (a dotted name or a file's stem) a chapter's kernel side, a probe module?"""
     return module.rpartition(".")[2] == "probe"
-
-
-@cache
-def chapter_modules() -> dict[str, str]:
-    """The module that declares each chapter, by chapter id: every module under
-    ``grader.chapters`` with a ``CHAPTER`` (probe modules aside; the others hold what
-    several chapters share)."""
-    from grader import chapters as package
-
-    found = {}
-    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-        if not info.ispkg and not is_probe(info.name):
-            ch = getattr(importlib.import_module(info.name), "CHAPTER", None)
-            if ch is not None:
-                found[ch.id] = info.name
-    return dict(sorted(found.items()))
-
-
-@cache
-def chapters() -> dict[str, Chapter]:
-    """Every chapter, by chapter id (``chapter_modules``)."""
-    return {chapter_id: importlib.import_module(module).CHAPTER for chapter_id, module in chapter_modules().items()}
-
-
-def chapter(chapter_id: str) -> Chapter:
-    return chapters()[chapter_id]
-
-
-def chapter_of_item(name: str) -> Chapter:
-    for ch in chapters().values():
-        if any(item.name == name or item.target == name for item in ch.items):
-            return ch
-    raise KeyError(name)

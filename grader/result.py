@@ -1,13 +1,15 @@
 """``Result``: the verdicts of one notebook, as ``grader check``, ``grader grade`` and the
-in-notebook ``check()`` return them.  It prints as a table, and in Jupyter it shows
-itself as a panel of static HTML (``grader.selfcheck.panel``) with the table as text beside it:
-both survive in a notebook on GitHub or converted by nbconvert, offline."""
+in-notebook ``check()`` return them.  A plain record: the reports (``grader.outputs``)
+write it, and ``check()``'s ``CheckResult`` (``grader.selfcheck.panel``) shows it in a
+notebook."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.outcome import PASS, Finding, Verdict
+
+GRADER_ERROR = "common.grader_error"  # the finding of a notebook the grader itself failed on
 
 
 @dataclass
@@ -33,12 +35,7 @@ class Result:
     def passed(self) -> bool:
         return self.bad is None and all(v.status == PASS for v in self.verdicts)
 
-    def __repr__(self) -> str:
-        from grader.outputs.report import table
 
-        return table(self, self.lang)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from grader.selfcheck.panel import panel_html
-
-        return {"text/html": panel_html(self, self.lang), "text/plain": repr(self)}
+def grader_error(path: Path, exc: BaseException) -> Result:
+    """The row of a submission the grader itself failed on."""
+    return Result(path, bad=Finding(GRADER_ERROR, {"type": type(exc).__name__, "message": str(exc)[:200]}))

@@ -103,6 +103,18 @@ def serve(root: Path = HTML):
             thread.join()
 
 
+@contextlib.contextmanager
+def served_book(root: Path = HTML):
+    """Chromium and the build served over HTTP (``serve``); yields (browser, base URL)
+    and closes both after the block."""
+    browser = Chromium(find_chromium())
+    try:
+        with serve(root) as base:
+            yield browser, base
+    finally:
+        browser.close()
+
+
 class ProtocolError(RuntimeError):
     pass
 

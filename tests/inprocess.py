@@ -20,10 +20,10 @@ from pathlib import Path
 import nbformat
 
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.kernel.runtime import error_fact
 from grader.outputs.report import as_dict
 from grader.pipeline.prepare.probe_bundle import run_in_process
-from grader.registry import chapter
 from grader.selfcheck.check import check
 from notebooks import ROOT, solution
 

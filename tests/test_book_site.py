@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from built_book import HTML, Chromium, find_chromium, serve, toc_pages
+from built_book import served_book, toc_pages
 from notebooks import ROOT
 from test_browser import READY, WIDTHS, console_errors, name_of, url
 
@@ -58,12 +58,8 @@ def site():
     """The browser on the served build; yields (browser, base URL)."""
     if not AXE.is_file():
         pytest.fail(f"{AXE} is missing: run `make node_modules/.installed` (npm ci)", pytrace=False)
-    browser = Chromium(find_chromium())
-    try:
-        with serve(HTML) as base:
-            yield browser, base
-    finally:
-        browser.close()
+    with served_book() as found:
+        yield found
 
 
 @pytest.fixture(scope="module")

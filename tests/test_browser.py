@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from built_book import HTML, Chromium, find_chromium, korean_fonts, serve, toc_pages
+from built_book import HTML, korean_fonts, served_book, toc_pages
 from tied_book.explorer import figures
 from tied_book.savings import PRESETS, Saving
 
@@ -150,12 +150,8 @@ def name_of(page) -> str:
 @pytest.fixture(scope="module")
 def book():
     """The browser on the served build, shared by the tests; yields (browser, base URL)."""
-    browser = Chromium(find_chromium())
-    try:
-        with serve(HTML) as base:
-            yield browser, base
-    finally:
-        browser.close()
+    with served_book() as found:
+        yield found
 
 
 def url(base: str, page) -> str:

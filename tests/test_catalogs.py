@@ -12,11 +12,10 @@ import string
 import nbformat
 import pytest
 
-import grader.pipeline.judge.items as judge
-from grader import disk_cache, outcome
-from grader.authoring.release import BEGIN
-from grader.i18n import LANGUAGES, catalog, hint_key
-from grader.registry import chapters
+import grader.pipeline.judge.items as judging
+from grader import disk_cache, expected_outputs, outcome
+from grader.chapters import chapters
+from grader.i18n import LANGUAGES, catalog
 from notebooks import ROOT
 
 
@@ -44,7 +43,7 @@ def keys_in_registry() -> set[str]:
     """Every key a chapter declares: the findings its promises name (which hold every
     finding its judges can give: ``tests/test_item_properties.py``), its error patterns
     and its case labels."""
-    found = {pattern.key for pattern in judge.COMMON_ERRORS}
+    found = {pattern.key for pattern in judging.COMMON_ERRORS}
     for ch in chapters().values():
         found |= {pattern.key for pattern in ch.errors}
         for item in ch.items:
@@ -54,15 +53,22 @@ def keys_in_registry() -> set[str]:
     return found
 
 
-def stub_hints() -> list[str]:
-    found = []
-    for path in sorted((ROOT / "solutions").glob("*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
-            for line in cell.source.splitlines():
-                match = BEGIN.match(line)
-                if match and match.group(2).strip():
-                    found.append(match.group(2).strip())
-    return found
+def raised_hints(node: ast.AST, scope: tuple[str, ...] = ()):
+    """Each ``raise NotImplementedError("<hint>")`` below ``node``: the function it sits
+    in (``TinyLM.__init__``) and the hint."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Raise) and isinstance(child.exc, ast.Call) \
+                and getattr(child.exc.func, "id", "") == "NotImplementedError":
+            yield ".".join(scope), child.exc.args[0].value
+        named = isinstance(child, ast.ClassDef | ast.FunctionDef)
+        yield from raised_hints(child, (*scope, child.name) if named else scope)
+
+
+def stubs() -> list[tuple[str, str, str]]:
+    """Every stub of the exercises: its chapter, the function it sits in, its hint."""
+    return [(path.stem, *found) for path in sorted((ROOT / "exercises").glob("*.ipynb"))
+            for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+            for found in raised_hints(ast.parse(cell.source))]
 
 
 def test_catalogs_have_the_same_keys():
@@ -101,7 +107,11 @@ def test_every_status_has_its_word(status):
     assert f"ui.{status}" in catalog("en")
 
 
-@pytest.mark.parametrize("hint", stub_hints())
-def test_every_stub_hint_is_translated(hint):
-    """A stub's hint is looked up by its English text, so the grader can give it in es/ko."""
-    assert hint_key(hint), f"no '<chapter>.hint_*' key whose English text is: {hint}"
+@pytest.mark.parametrize("chapter_id,function,hint", stubs())
+def test_every_stub_is_named_by_the_function_it_sits_in(chapter_id, function, hint):
+    """The grader names a stub's hint by the function that raised (``stub_hints``, which
+    ``grader release`` writes beside the English entry, from the same marker), never by
+    its text: the key it records is the one whose English text the stub raises."""
+    key = expected_outputs.for_chapter(chapter_id)["stub_hints"].get(function)
+    assert key and all(key in catalog(lang) for lang in LANGUAGES), f"{chapter_id}: {function}: no hint key"
+    assert catalog("en")[key] == hint, f"{key}: the stub raises another text than the catalog's"

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.kernel.runtime import encode
-from grader.registry import chapter
 from notebooks import ROOT
 
 CHAPTER = "04_gpt_head"
@@ -185,7 +185,7 @@ def test_cases_drawn_in_threads_at_once_are_the_cases_drawn_alone():
     A draw from a generator they share (``torch.manual_seed`` then ``torch.randn``) hands
     each thread a different mix of numbers: the kernel then runs other arguments than
     the judge compares, and a right answer is told it is wrong."""
-    from grader.registry import chapters
+    from grader.chapters import chapters
 
     names = [(ch.id, item.name) for ch in chapters().values() for item in ch.items]
     alone = {key: _encoded_cases(*key) for key in names}

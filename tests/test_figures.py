@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from built_book import HTML, Chromium, find_chromium, serve, toc_pages
+from built_book import HTML, served_book, toc_pages
 
 NO_FIGURE = ("glossary", "bibliography")
 SMALLEST_TEXT_PX = 11
@@ -152,18 +152,14 @@ TEXT_SIZES = """(async () => {
 
 @pytest.fixture(scope="module")
 def phone_text_sizes() -> dict[str, list[dict]]:
-    browser = Chromium(find_chromium())
     seen = {}
-    try:
-        with serve(HTML) as base:
-            for page in figure_pages():
-                tab = browser.tab(390, 844)
-                tab.open(base + page.relative_to(HTML).as_posix())
-                tab.wait_for("document.readyState === 'complete' && [...document.images].every(i => i.complete)")
-                seen[page.stem] = tab.evaluate(TEXT_SIZES)
-                tab.close()
-    finally:
-        browser.close()
+    with served_book() as (browser, base):
+        for page in figure_pages():
+            tab = browser.tab(390, 844)
+            tab.open(base + page.relative_to(HTML).as_posix())
+            tab.wait_for("document.readyState === 'complete' && [...document.images].every(i => i.complete)")
+            seen[page.stem] = tab.evaluate(TEXT_SIZES)
+            tab.close()
     return seen
 
 

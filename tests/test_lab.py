@@ -11,6 +11,7 @@ under test-artifacts/lab/.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -25,8 +26,8 @@ import pytest
 
 from built_book import Chromium, find_chromium
 from conftest import grader
+from grader.chapters import chapter as chapter_of
 from grader.i18n import LANGUAGES, text
-from grader.registry import chapter as chapter_of
 from notebooks import ROOT, replace_regions, write
 
 ARTIFACTS = ROOT / "test-artifacts" / "lab"
@@ -141,16 +142,21 @@ SET_LAST_CELL = """(() => {
 })()"""
 
 
+@contextlib.contextmanager
 def open_notebook(browser, base, token, name):
-    """A tab with JupyterLab showing ``name`` in a workspace of its own, its kernel idle."""
+    """A tab with JupyterLab showing ``name`` in a workspace of its own, its kernel idle;
+    closed when the block ends, however it ends."""
     tab = browser.tab(1280, 900)
-    tab.name = name
-    tab.call("Page.navigate", url=f"{base}/lab/workspaces/{name.replace('.', '-')}/tree/{name}?reset&token={token}")
-    panel = PANEL % json.dumps(name)
-    ready = (f"window.jupyterapp && (() => {{ const p = {panel}; return p && p.sessionContext.session"
-             " && p.sessionContext.session.kernel && p.sessionContext.session.kernel.status === 'idle'; })()")
-    assert tab.wait_for(ready, timeout=120), f"{name} did not open with an idle kernel"
-    return tab
+    try:
+        tab.name = name
+        tab.call("Page.navigate", url=f"{base}/lab/workspaces/{name.replace('.', '-')}/tree/{name}?reset&token={token}")
+        panel = PANEL % json.dumps(name)
+        ready = (f"window.jupyterapp && (() => {{ const p = {panel}; return p && p.sessionContext.session"
+                 " && p.sessionContext.session.kernel && p.sessionContext.session.kernel.status === 'idle'; })()")
+        assert tab.wait_for(ready, timeout=120), f"{name} did not open with an idle kernel"
+        yield tab
+    finally:
+        tab.close()
 
 
 def run_and_read_panel(tab, chapter, lang) -> str:
@@ -174,8 +180,7 @@ def panel_rows(output: str) -> list[str]:
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_an_untouched_exercise_shows_every_item_not_implemented(lab, browser, chapter):
     base, token, _ = lab
-    tab = open_notebook(browser, base, token, f"exercise_{chapter}.ipynb")
-    try:
+    with open_notebook(browser, base, token, f"exercise_{chapter}.ipynb") as tab:
         output = run_and_read_panel(tab, chapter, "en")
         tab.screenshot(ARTIFACTS / f"exercise_{chapter}.png", max_height=2400)
         hint = text("common.not_implemented", "en").split(":")[0]
@@ -184,35 +189,27 @@ def test_an_untouched_exercise_shows_every_item_not_implemented(lab, browser, ch
         assert all(line.startswith("✘") for line in rows), output
         assert output.count(hint) == len(rows), output
         assert output.count(text("common.not_implemented", "en").split("(")[0].strip()) == 1, output  # advice once
-    finally:
-        tab.close()
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_the_solution_passes_every_item(lab, browser, chapter):
     base, token, _ = lab
-    tab = open_notebook(browser, base, token, f"solution_{chapter}.ipynb")
-    try:
+    with open_notebook(browser, base, token, f"solution_{chapter}.ipynb") as tab:
         output = run_and_read_panel(tab, chapter, "en")
         tab.screenshot(ARTIFACTS / f"solution_{chapter}.png", max_height=2400)
         rows = panel_rows(output)
         assert rows and all(line.startswith("✔") for line in rows), output
-    finally:
-        tab.close()
 
 
 def test_the_panel_speaks_korean_when_asked(lab, browser):
     base, token, _ = lab
-    tab = open_notebook(browser, base, token, "exercise_04_gpt_head.ipynb")
-    try:
+    with open_notebook(browser, base, token, "exercise_04_gpt_head.ipynb") as tab:
         korean_check = json.dumps('from grader import check\n\ncheck("04_gpt_head", lang="ko")')
         tab.evaluate(SET_LAST_CELL % (PANEL % json.dumps(tab.name), korean_check))
         output = run_and_read_panel(tab, "04_gpt_head", "ko")
         tab.screenshot(ARTIFACTS / "exercise_04_gpt_head_ko.png", max_height=2400)
         assert text("common.not_implemented", "ko").split(":")[0] in output
         assert text("ui.total", "ko") in output
-    finally:
-        tab.close()
 
 
 # ---------------------------------------------------------------- the accidents
@@ -256,8 +253,7 @@ def set_check_cell(tab, call: str) -> None:
 @pytest.mark.parametrize("accident", ["partly_solved", "debug_print"])
 def test_the_panel_and_the_terminal_agree(lab, browser, accident):
     base, token, root = lab
-    tab = open_notebook(browser, base, token, f"{accident}.ipynb")
-    try:
+    with open_notebook(browser, base, token, f"{accident}.ipynb") as tab:
         output = run_and_read_panel(tab, "01_linen", "en")
         tab.screenshot(ARTIFACTS / f"{accident}.png", max_height=2400)
         report = saved_verdicts(tab, root)
@@ -266,16 +262,13 @@ def test_the_panel_and_the_terminal_agree(lab, browser, accident):
             assert row(item) in output and item["message"] in output, (item, output)
         assert f"{text('ui.total', 'en')}: {report['points']}/{report['max_points']}" in output
         assert report["passed"] is False
-    finally:
-        tab.close()
 
 
 def test_a_function_that_never_returns_stops_at_the_time_limit(lab, browser):
     """check() stops the stuck item at its time limit and judges the others; the
     terminal charges the stuck item and those after it, and names --timeout."""
     base, token, root = lab
-    tab = open_notebook(browser, base, token, "never_returns.ipynb")
-    try:
+    with open_notebook(browser, base, token, "never_returns.ipynb") as tab:
         set_check_cell(tab, 'check("01_linen", timeout=3)')
         output = run_and_read_panel(tab, "01_linen", "en")
         tab.screenshot(ARTIFACTS / "never_returns.png", max_height=2400)
@@ -287,14 +280,11 @@ def test_a_function_that_never_returns_stops_at_the_time_limit(lab, browser):
         assert stuck["key"] == "common.timeout_in_check" and "--timeout" in stuck["message"]
         for name in ("notebook", "TiedIO.params", "TiedIO.__call__", "TiedIO.gradient"):  # they ran: judged
             assert row(items[name]) in output and items[name]["verdict"] == "pass"
-    finally:
-        tab.close()
 
 
 def test_check_before_run_all_says_run_the_cells_above(lab, browser):
     base, token, root = lab
-    tab = open_notebook(browser, base, token, "before_run_all.ipynb")
-    try:
+    with open_notebook(browser, base, token, "before_run_all.ipynb") as tab:
         assert tab.evaluate(RUN_LAST_CELL % (PANEL % json.dumps(tab.name)), timeout=300)
         last = LAST_OUTPUT % (PANEL % json.dumps(tab.name))
         output = tab.wait_for(f"(() => {{ const t = {last}; return /^✘/m.test(t) ? t : ''; }})()", timeout=120)
@@ -305,14 +295,11 @@ def test_check_before_run_all_says_run_the_cells_above(lab, browser):
         rows = panel_rows(output)
         assert [r.split()[1] for r in rows] == [item["item"] for item in report["items"]]
         assert output.count("Not run yet in this kernel") == len(rows) and "Run All Cells" in output
-    finally:
-        tab.close()
 
 
 def test_a_language_typo_is_one_line_in_the_notebook_as_in_the_terminal(lab, browser):
     base, token, root = lab
-    tab = open_notebook(browser, base, token, "exercise_01_linen.ipynb")
-    try:
+    with open_notebook(browser, base, token, "exercise_01_linen.ipynb") as tab:
         set_check_cell(tab, 'check("01_linen", lang="kr")')
         assert tab.evaluate(RUN_LAST_CELL % (PANEL % json.dumps(tab.name)), timeout=300)
         # The kernel is idle once the cell ran; its output is drawn a moment later.
@@ -323,5 +310,3 @@ def test_a_language_typo_is_one_line_in_the_notebook_as_in_the_terminal(lab, bro
         terminal = grader("check", str(root / tab.name), "--lang", "kr")
         assert terminal.returncode == 2 and "Traceback" not in terminal.stderr
         assert all(lang in output and lang in terminal.stderr for lang in LANGUAGES)
-    finally:
-        tab.close()

@@ -6,10 +6,10 @@ solution with one region replaced, judged in this process on the one item it tou
 import nbformat
 import pytest
 
-import grader.pipeline.judge.items as judge
+import grader.pipeline.judge.items as judging
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.pipeline.prepare.probe_bundle import run_in_process
-from grader.registry import chapter
 from inprocess import run_cells
 from notebooks import replace_regions
 
@@ -104,21 +104,21 @@ def judged(item: str, code: str):
     namespace, cells = run_cells(nb)
     assert all(c["passed"] for c in cells), cells
     ch = chapter(CH)
-    return judge.judge_item(ch, ch.item(item), run_in_process(ch, namespace, only=item)[item], disk_cache)
+    return judging.judge_item(ch, ch.item(item), run_in_process(ch, namespace, only=item)[item], disk_cache)
 
 
 @pytest.mark.parametrize("name", FAIR)
 def test_a_loop_over_a_fixed_handful_passes(name):
     item, code = FAIR[name]
     verdict = judged(item, code)
-    assert verdict.status == judge.PASS, verdict.finding
+    assert verdict.status == judging.PASS, verdict.finding
 
 
 @pytest.mark.parametrize("name", DISGUISED)
 def test_a_disguised_loop_over_heads_or_positions_fails(name):
     item, code, key = DISGUISED[name]
     verdict = judged(item, code)
-    assert verdict.status == judge.FAIL and verdict.finding.key == key, verdict.finding
+    assert verdict.status == judging.FAIL and verdict.finding.key == key, verdict.finding
     assert verdict.case == "mlm.case_cost"
     assert verdict.finding.params["count_big"] - verdict.finding.params["count_small"] >= \
         verdict.finding.params["big"] - verdict.finding.params["small"]

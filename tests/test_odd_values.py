@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import grader.pipeline.judge.items as judge
+import grader.pipeline.judge.items as judging
 from conftest import chapters
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.i18n import LANGUAGES
 from grader.kernel.runtime import encode
 from grader.outputs.report import verdict_message
-from grader.registry import chapter
 from inprocess import solution_facts
 
 ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]
@@ -55,7 +55,7 @@ NAMED = {
 def verdict_for(ch_id, name, values):
     ch = chapter(ch_id)
     item = ch.item(name)
-    return judge.judge_item(ch, item, [{"value": v} for v in values], disk_cache)
+    return judging.judge_item(ch, item, [{"value": v} for v in values], disk_cache)
 
 
 @pytest.mark.parametrize("ch_id,name", RETURNED)
@@ -67,7 +67,7 @@ def test_named_odd_value_gets_a_clean_verdict(ch_id, name, kind):
     verdict = verdict_for(ch_id, name, [NAMED[kind]] * n)
     assert verdict.finding is None or verdict.finding.key != "common.not_judged", verdict_message(verdict, "en")
     for lang in LANGUAGES:
-        assert verdict.status == judge.PASS or verdict_message(verdict, lang)
+        assert verdict.status == judging.PASS or verdict_message(verdict, lang)
 
 
 @pytest.mark.parametrize("ch_id,name", ITEMS)
@@ -76,7 +76,7 @@ def test_named_odd_value_gets_a_clean_verdict(ch_id, name, kind):
 def test_any_value_gets_a_verdict(ch_id, name, value):
     n = len(disk_cache.cases(ch_id, name))
     verdict = verdict_for(ch_id, name, [value] * n)
-    assert verdict.status in (judge.PASS, judge.FAIL)
+    assert verdict.status in (judging.PASS, judging.FAIL)
     for lang in LANGUAGES:
         verdict_message(verdict, lang)
 
@@ -86,11 +86,11 @@ def test_a_short_or_extra_record_never_passes(ch_id, name):
     ch = chapter(ch_id)
     item = ch.item(name)
     good = solution_facts(ch_id)[name]
-    assert judge.judge_item(ch, item, good, disk_cache).status == judge.PASS
+    assert judging.judge_item(ch, item, good, disk_cache).status == judging.PASS
     for facts in ([], good[:-1], good + good[:1], "facts", None):
-        assert judge.judge_item(ch, item, facts, disk_cache).finding.key == "common.bad_record"
+        assert judging.judge_item(ch, item, facts, disk_cache).finding.key == "common.bad_record"
     both = {"value": good[0].get("value"), "error": {"type": "", "message": "", "line": ""}}
     for forged in (both, {"value": {"__nd__": "bm90IGFuIGFycmF5"}}, {"error": "x"}, ["value"]):
-        assert judge.judge_item(ch, item, [forged] + good[1:], disk_cache).finding.key == "common.malformed_record"
-    assert judge.judge_records(ch, item, [good, good], disk_cache).finding.key == "common.bad_record"
-    assert judge.judge_records(ch, item, [good], disk_cache).status == judge.PASS
+        assert judging.judge_item(ch, item, [forged] + good[1:], disk_cache).finding.key == "common.malformed_record"
+    assert judging.judge_records(ch, item, [good, good], disk_cache).finding.key == "common.bad_record"
+    assert judging.judge_records(ch, item, [good], disk_cache).status == judging.PASS

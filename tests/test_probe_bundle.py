@@ -4,8 +4,8 @@ import types
 
 import pytest
 
+from grader.chapters import chapters
 from grader.pipeline.prepare.probe_bundle import LIBRARY, BundleError, bundle, library_imports, probe_source
-from grader.registry import chapters
 
 
 def program(chapter_probe_module: str) -> dict:

@@ -10,11 +10,13 @@ import time
 import pytest
 
 import grader.outputs.gradebook as gradebook
+import grader.pipeline.batch as batch
 import grader.pipeline.runner as runner
 import grader.pipeline.supervise.supervisor as supervisor
 from conftest import grader
+from grader.chapters import chapter
 from grader.pipeline.submission import load
-from grader.registry import Finding, chapter
+from grader.registry import Finding
 from grader.result import Result
 from notebooks import ROOT, solution, with_cells, write
 
@@ -107,7 +109,7 @@ def test_a_crash_on_one_submission_gives_it_a_row_and_the_batch_goes_on(tmp_path
     monkeypatch.setattr(runner, "grade", grade)
     book = gradebook.Gradebook(tmp_path / "out", "es")
     todo = [("ana", tmp_path / "crash.ipynb"), ("bo", tmp_path / "empty.ipynb")]
-    gradebook.run_pool(book, todo, 2, supervisor.Limits())
+    batch.run_pool(todo, 2, supervisor.Limits(), lambda student, path, result, done: book.add(student, result))
     rows = {row["student"]: row for row in book.rows()}
     assert rows["ana"]["verdict"] == "grader_error" and "RuntimeError: a bug in the grader" in rows["ana"]["message"]
     assert rows["ana"]["message"].startswith("No se pudo calificar")  # in the student's language

@@ -21,8 +21,8 @@ import psutil
 import pytest
 
 from conftest import grader
+from grader.chapters import chapter
 from grader.pipeline.prepare.probe_bundle import run_in_process
-from grader.registry import chapter
 from inprocess import run_cells
 from notebooks import ROOT, write
 

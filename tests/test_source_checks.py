@@ -5,8 +5,9 @@ import textwrap
 import pytest
 
 import grader.chapters.source_checks as source_checks
-from grader.chapters.gpt_head.grade import framework_finding
-from grader.chapters.mlm.grade import FORBIDDEN_NAMES, code_finding, cost_finding, forward_cost
+from grader.chapters.mlm.cases import forward_cost
+from grader.chapters.mlm.code_rules import FORBIDDEN_NAMES, code_finding, cost_finding
+from grader.chapters.plain_numpy import framework_finding
 
 
 def src(text: str) -> str:
@@ -185,7 +186,7 @@ def test_a_framework_bound_in_the_notebook_is_named_by_its_public_module():
     bound = {"softmax": {"type": "function", "module": "scipy.special._logsumexp", "name": "softmax"}}
     code = {"cross_entropy_from_logits": {"source": "def cross_entropy_from_logits(z, t):\n    return softmax(z)\n",
                                           "globals": bound}}
-    assert framework_finding(code).params["module"] == "scipy.special"
+    assert framework_finding(code, "gpt_head.framework_used").params["module"] == "scipy.special"
 
 
 def test_a_forbidden_name_bound_in_the_notebook_is_named():

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 
 from grader.outcome import FAIL, PASS, Finding, Verdict
-from grader.result import Result
+from grader.selfcheck.panel import CheckResult
 from notebooks import ROOT, replace_regions, write
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -20,7 +20,7 @@ CHAPTER = "04_gpt_head"  # plain NumPy: its kernel starts in a second or two
 
 
 def test_outside_a_kernel_the_output_is_the_static_panel_and_the_table():
-    result = Result(Path("x.ipynb"), CHAPTER, verdicts=[
+    result = CheckResult(Path("x.ipynb"), CHAPTER, verdicts=[
         Verdict("tied_head_forward", 3, 3, PASS), Verdict("sample_next", 0, 2, FAIL, Finding("common.not_flattened"))])
     bundle = result._repr_mimebundle_()
     assert WIDGET_VIEW not in bundle  # no kernel, no widget
@@ -56,7 +56,7 @@ def test_an_executed_notebook_converted_to_html_shows_every_verdict(tmp_path):
 
 def test_in_a_kernel_the_output_is_the_static_panel_and_the_table_too(monkeypatch):
     monkeypatch.setattr("grader.selfcheck.panel.in_kernel", lambda: True)
-    result = Result(Path("x.ipynb"), CHAPTER, verdicts=[Verdict("tied_head_forward", 3, 3, PASS)])
+    result = CheckResult(Path("x.ipynb"), CHAPTER, verdicts=[Verdict("tied_head_forward", 3, 3, PASS)])
     assert set(result._repr_mimebundle_()) == {"text/html", "text/plain"}
 
 

@@ -10,12 +10,12 @@ import nbformat
 import pytest
 
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.i18n import LANGUAGES, text
 from grader.outcome import TIMEOUT
 from grader.outputs.report import NARROWEST, as_dict, table, terminal_columns, width
-from grader.pipeline.judge.notebook import verdicts
+from grader.pipeline.judge.notebook import judge_notebook
 from grader.pipeline.supervise.supervisor import Limits
-from grader.registry import chapter
 from grader.result import Result
 from grader.selfcheck.check import check
 from inprocess import check_in_process, run_cells
@@ -150,7 +150,7 @@ def test_a_timeout_in_the_terminal_names_the_cell_and_how_to_give_more_time():
                "timeout": {"where": "cell", "cell": 2, "line": "while True:"}}
     shown = [(2, "import jax"), (4, "class TiedIO(nn.Module):"), (5, "while True:")]
     limits = Limits(timeout=30)
-    found = verdicts(ch, {}, summary, TIMEOUT, disk_cache, shown, timeout_s=limits.timeout,
+    found = judge_notebook(ch, {}, summary, TIMEOUT, disk_cache, shown, timeout_s=limits.timeout,
                      step_s=limits.step_seconds, memory_bytes=limits.memory)
     result = Result(ROOT / "x.ipynb", ch.id, verdicts=found)
     for lang in LANGUAGES:
@@ -162,8 +162,8 @@ def test_a_timeout_in_the_terminal_names_the_cell_and_how_to_give_more_time():
 def test_without_the_notebook_file_the_exercise_names_the_worked_examples_cells(chapter_id):
     """check() in a kernel that does not say which notebook it serves (no ``__session__``)
     names the worked examples' cells as the exercise has them."""
+    from grader.cells import code_cells
     from grader.expected_outputs import for_chapter, is_checked
-    from grader.pipeline.cells import code_cells
     from grader.selfcheck.kernel_notebook import exercise_cells
 
     exercise = nbformat.read(ROOT / "exercises" / f"{chapter_id}.ipynb", as_version=4)
@@ -275,13 +275,13 @@ def test_a_cell_that_does_not_compile_gets_the_same_verdicts_in_the_terminal(tmp
 def test_a_failing_line_the_worked_example_wrote_is_not_called_the_students():
     from grader.expected_outputs import example_lines
     from grader.i18n import render
-    from grader.pipeline.judge.notebook import notebook_verdict
+    from grader.pipeline.judge.notebook import notebook_item_verdict
 
     provided = example_lines("04_gpt_head")
     ours = "out = tied_head_forward(np.array([0, 3, 3, 5]), E)"
     assert ours in provided
     for line, label in ((ours, "ui.example_line"), ("return logits.T", "ui.your_line")):
         record = {"cell": 2, "passed": False, "error": {"type": "ValueError", "message": "bad", "line": line}}
-        finding = notebook_verdict([record], (), provided).finding
+        finding = notebook_item_verdict([record], (), provided).finding
         for lang in LANGUAGES:
             assert render(finding, lang).endswith(text(label, lang, line=line))

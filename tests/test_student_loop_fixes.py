@@ -180,9 +180,10 @@ def test_the_first_check_note_is_said_once_per_kernel(monkeypatch):
 def test_a_pass_with_the_books_version_of_a_missing_class_says_so_in_every_language():
     from pathlib import Path
 
+    from grader.chapters import chapter
     from grader.outputs.report import as_dict
     from grader.pipeline.judge.items import FAIL, PASS, Verdict, with_stand_in_notes
-    from grader.registry import Finding, chapter
+    from grader.registry import Finding
     from grader.result import Result
 
     ch = chapter("01_linen")

@@ -20,14 +20,14 @@ import pytest
 
 from conftest import grader
 from grader import disk_cache
+from grader.chapters import chapter
 from grader.i18n import LANGUAGES
 from grader.outcome import PASS, TIMEOUT
 from grader.outputs.report import as_dict
-from grader.pipeline.judge.notebook import verdicts
+from grader.pipeline.judge.notebook import judge_notebook
 from grader.pipeline.runner import grade, valid_summary
 from grader.pipeline.supervise.supervisor import Limits
 from grader.pipeline.supervise.worker import EVERY_STEP, GUARD, ProbeHook, interrupt
-from grader.registry import chapter
 from grader.result import Result
 from notebooks import ROOT, with_cells, write
 
@@ -99,7 +99,7 @@ def test_in_the_terminal_the_message_names_the_cell_and_the_option(tmp_path):
 
 def judged(ch, summary: dict, stopped: str, shown, limits=Limits(timeout=20)) -> list:
     """The verdicts of a run that sent no facts, under ``limits``."""
-    return verdicts(ch, {}, summary, stopped, disk_cache, shown, timeout_s=limits.timeout,
+    return judge_notebook(ch, {}, summary, stopped, disk_cache, shown, timeout_s=limits.timeout,
                     step_s=limits.step_seconds, memory_bytes=limits.memory)
 
 

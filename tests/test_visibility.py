@@ -7,11 +7,12 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-import grader.pipeline.judge.items as judge
+import grader.pipeline.judge.items as judging
 from grader import disk_cache
+from grader.chapters import chapter, chapters
 from grader.outputs.platforms import gradescope_results, prairielearn_results
 from grader.pipeline.prepare.probe_bundle import run_in_process
-from grader.registry import VISIBILITIES, Case, chapter, chapters
+from grader.registry import VISIBILITIES, Case
 from test_platforms import schema
 
 
@@ -46,7 +47,7 @@ def graded(tie_weights) -> dict:
     ch = chapter("03_pytorch")
     facts = run_in_process(ch, {"tie_weights": tie_weights}, only="tie_weights")
     item = ch.item("tie_weights")
-    v = judge.judge_item(ch, item, facts[item.name], disk_cache)
+    v = judging.judge_item(ch, item, facts[item.name], disk_cache)
     return {"points": v.points, "max_points": v.max_points, "items": [{
         "item": v.item, "points": v.points, "max_points": v.max_points, "verdict": v.status,
         "key": v.finding.key if v.finding else "", "case": v.case, "visibility": v.visibility,

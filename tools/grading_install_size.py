@@ -16,8 +16,8 @@ from packaging.requirements import Requirement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from grader.chapters import chapters
 from grader.outputs.grading_requirements import requirements  # noqa: E402
-from grader.registry import chapters  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -21,12 +21,12 @@ LANGS = ("en", "es", "ko")
 
 
 def _entries(nb, chapter_id: str) -> dict:
-    import grader.pipeline.judge.items as judge
+    import grader.pipeline.judge.items as judging
     from grader import disk_cache
+    from grader.chapters import chapter
     from grader.outputs.report import as_dict
-    from grader.pipeline.judge.notebook import notebook_verdict
+    from grader.pipeline.judge.notebook import notebook_item_verdict
     from grader.pipeline.prepare.probe_bundle import run_in_process
-    from grader.registry import chapter
     from grader.result import Result
     from inprocess import run_cells
 
@@ -34,8 +34,8 @@ def _entries(nb, chapter_id: str) -> dict:
     namespace, cells = run_cells(nb)
     facts = run_in_process(ch, namespace)
     result = Result("<snapshot>", ch.id)
-    result.verdicts = [notebook_verdict(cells)] + [
-        judge.judge_item(ch, item, facts[item.name], disk_cache) for item in ch.items]
+    result.verdicts = [notebook_item_verdict(cells)] + [
+        judging.judge_item(ch, item, facts[item.name], disk_cache) for item in ch.items]
     out = {}
     for lang in LANGS:
         entry = as_dict(result, lang)

@@ -13,8 +13,10 @@ solution's saved widget state stays behind.
 
 The marker's hint is the only place it is written: release also writes it into the
 English catalog as ``<chapter>.hint_<owner>`` (``marker_key``), the owner being the
-function or method the marker sits in, so the grader can give the stub's hint in Spanish
-and Korean (``tests/test_item_properties.py`` requires those two entries).
+function or method the marker sits in, and records that key by the owner's name in
+``grader/expected/<chapter>.json`` (``stub_hints``): the kernel reports which function
+raised, so the grader gives the stub's hint from the catalog, in Spanish and Korean too
+(``tests/test_item_properties.py`` requires those two entries), whatever the raise says.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from pathlib import Path
 import nbformat
 
 from grader.authoring.notebook_clean import clean, cleaned_text
+from grader.chapters import chapter, chapter_modules
 from grader.expected_outputs import (
     MARKER,
     MARKER_TAG,
@@ -36,7 +39,6 @@ from grader.expected_outputs import (
     shown_outputs,
 )
 from grader.outcome import NOTEBOOK_ITEM
-from grader.registry import chapter, chapter_modules
 
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION:?\s*(.*)$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
@@ -116,9 +118,10 @@ def marker_key(chapter_id: str, owner_name: str) -> str:
     return f"{catalog_prefix(chapter_id)}.hint_{'_'.join(words)}"
 
 
-def hints(nb: nbformat.NotebookNode) -> dict[str, str]:
-    """The hint of every solution marker of a solution notebook, by its catalog key."""
-    chapter_id, found = nb.metadata["tied"]["chapter"], {}
+def stubs(nb: nbformat.NotebookNode) -> dict[str, tuple[str, str]]:
+    """Every solution marker with a hint, by the function it sits in (``TinyLM.__init__``):
+    its catalog key and its hint."""
+    chapter_id, found = nb.metadata["tied"]["chapter"], dict[str, tuple[str, str]]()
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -126,12 +129,18 @@ def hints(nb: nbformat.NotebookNode) -> dict[str, str]:
         for line in cell.source.splitlines(keepends=True):
             begin = BEGIN.match(line.rstrip("\n"))
             if begin and begin.group(2).strip():
-                key = marker_key(chapter_id, owner(cell.source, offset, begin.group(1)))
-                if key in found:
+                name = owner(cell.source, offset, begin.group(1))
+                key = marker_key(chapter_id, name)
+                if key in dict(found.values()):
                     raise MarkerError(f"{chapter_id}: two hints for {key}; one stub per function")
-                found[key] = begin.group(2).strip()
+                found[name] = (key, begin.group(2).strip())
             offset += len(line)
     return found
+
+
+def hints(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """The hint of every solution marker of a solution notebook, by its catalog key."""
+    return dict(stubs(nb).values())
 
 
 def catalog_with_hints(path: Path, prefix: str, found: dict[str, str]) -> str:
@@ -179,11 +188,13 @@ def tagged(cell) -> None:
 
 
 def exercise_from(solution: Path) -> tuple[nbformat.NotebookNode, dict]:
-    """The exercise of a solution notebook, and its expected outputs (``expected_from``),
-    with the code it gives: the code cells with no solution region that are no worked
-    example (``expected_outputs.given_lines``)."""
+    """The exercise of a solution notebook, and its expected outputs (``expected_from``)
+    with the catalog key of each stub's hint by the function it sits in, and the code it
+    gives: the code cells with no solution region that are no worked example
+    (``expected_outputs.given_lines``)."""
     nb = nbformat.read(solution, as_version=4)
     nbformat.validator.normalize(nb)  # every cell has an id
+    hint_keys = {name: key for name, (key, _) in stubs(nb).items()}
     cells, given = [], []
     for number, cell in enumerate(nb.cells):
         cells.append(cell)
@@ -199,7 +210,8 @@ def exercise_from(solution: Path) -> tuple[nbformat.NotebookNode, dict]:
             elif cell.source == source:
                 given.append(source)
     nb.cells = cells
-    expected = {**expected_from(nb), "given": given}
+    expected = {**expected_from(nb), "stub_hints": hint_keys,  # the judge names a stub's hint by these
+                "given": given}
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None

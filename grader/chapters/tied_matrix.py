@@ -4,15 +4,20 @@
 The sizes and the cases of its exercises, the references (the tied logits, the two
 paths of its gradient), and the judges and symptoms that name what a wrong lookup or
 projection did.  Each chapter's module declares its own items with these and its own
-message keys (``keys``); neither chapter module imports the other.
+message keys (``symptom_keys``); the exercises that are the same in both are declared
+here once, with what differs passed in: ``tied_io_embed`` (``embed_item``), the
+module's one parameter (``structure_item``), the gradient's promises.  Neither chapter
+module imports the other; both import this one as ``tied``.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from grader.comparisons import CONTAINERS, as_numbers, close, compare_arrays, one_array
 from grader.drawing import float_args, hidden_rng, sample_std, self_logits_negative
-from grader.pipeline.judge.items import CONTAINERS, as_numbers, close, compare_arrays
-from grader.registry import Case, Finding, Promise
+from grader.registry import Case, Finding, Item, Promise
 
 # The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
 MAX_TOKENS, MAX_VOCAB, MAX_D = 64, 512, 256
@@ -26,6 +31,17 @@ GRAD_SHAPES = ((1, 7, 5), (MAX_TOKENS, 9, 12), (MAX_TOKENS, MAX_VOCAB, MAX_D))
 PUBLIC = dict(seed=0, token_ids=[0, 2], vocab_size=4, d_model=3)  # the notebook's worked example
 FORWARD_TOL = dict(rtol=1e-4, atol=1e-5)
 GRAD_TOL = dict(rtol=1e-4, atol=1e-6)
+
+
+# The symptoms of a wrong tied matrix (``logits_symptom``, ``judge_gradient``): each chapter
+# names them in its own catalog, ``<chapter>.<symptom>``.
+SYMPTOMS = ("product_transposed", "missing_transpose", "no_lookup", "wrong_rows", "scaled", "grad_after_forward",
+            "grad_blocked", "grad_lookup_blocked", "grad_head_blocked")
+
+
+def symptom_keys(chapter: str) -> dict[str, str]:
+    """The catalog key of each of the ``SYMPTOMS`` in ``chapter``: ``linen.wrong_rows``."""
+    return {symptom: f"{chapter}.{symptom}" for symptom in SYMPTOMS}
 
 
 def shape_shown(**sizes) -> dict:
@@ -63,6 +79,22 @@ def init_std_finding(values, n: int, expected: float, shown) -> Finding | None:
     if n >= 10_000 and not abs(std - expected) <= 10 * expected / np.sqrt(2 * n):  # NaN fails too
         return Finding("common.init_std", {"got": f"{std:.4g}", "expected": shown})
     return None
+
+
+def matrix_finding(shape, values, case: Case, std: float, std_shown) -> Finding | None:
+    """What is wrong with the module's one matrix, of ``shape`` and ``values``: not the
+    case's (V, D), or entries whose std is not ``std`` (``init_std_finding``)."""
+    expected = (case.args["vocab_size"], case.args["d_model"])
+    if tuple(shape) != expected:
+        return Finding("common.wrong_param_shape", {"got": tuple(shape), "expected": expected})
+    return init_std_finding(values, expected[0] * expected[1], std, std_shown)
+
+
+def structure_item(symbol: str, probe: str, judge, promises: tuple[Promise, ...]) -> Item:
+    """The item ``<symbol>.params`` of the module that holds the one matrix: ``probe``
+    reports its parameters as built on ``structure_cases``, and ``judge`` reads them."""
+    return Item(name=f"{symbol}.params", symbol=symbol, points=2, probe=probe, promises=promises,
+                cases=structure_cases, reference=lambda case: None, judge=judge)
 
 
 # -------------------------------------------------------------- the tied matrix: its logits, its gradient, its symptoms
@@ -133,7 +165,7 @@ def logits_symptom(keys: dict, embedding, token_ids, value, ref, tol: dict = FOR
         return None
     t, v = ref.shape
     if arr.size == ref.size and close(np.reshape(arr, (v, t)).T, ref, **tol):
-        return Finding(keys["transposed"])
+        return Finding(keys["product_transposed"])
     if arr.size == ref.size and v == emb.shape[1] and close(np.reshape(arr, (t, v)), emb[ids] @ emb, **tol):
         return Finding(keys["missing_transpose"])
     if arr.size == v * v and t != v and close(np.reshape(arr, (v, v)), emb @ emb.T, **tol):
@@ -211,6 +243,18 @@ def unblocked_promise(says: str, keys: dict, numpy_key: str, *more: tuple[str, s
                    keys=(*blocked, numpy_key, *(key for _, key in more)))
 
 
+def gradient_promises(says: str, probe: str, keys: dict, numpy_key: str, *more: tuple[str, str],
+                      unblocked: str = "nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)"
+                      ) -> tuple[Promise, Promise]:
+    """The promises of an item judged by ``judge_gradient(keys)``: ``says`` that the
+    gradient of the one matrix is the sum of both paths, which ``probe`` (what the probe
+    differentiates) sends raw; and ``unblocked_promise(unblocked, keys, numpy_key, *more)``."""
+    check = f"{probe} and sends the raw gradient; judge_gradient compares it with gradient_paths (both paths, " \
+            f"float64) within rtol={GRAD_TOL['rtol']:g}, atol={GRAD_TOL['atol']:g}"
+    return (Promise(says, check, keys=(keys["grad_after_forward"],)),
+            unblocked_promise(unblocked, keys, numpy_key, *more))
+
+
 # ---------------------------------------------------------------- the cases of the exercises both chapters have
 
 def structure_cases() -> list[Case]:
@@ -248,9 +292,70 @@ def ids_promises(probe: str) -> tuple[Promise, ...]:
 def forward_reference(case: Case) -> np.ndarray:
     return tied_logits(case.args["embedding"], case.args["token_ids"])
 
+def embed_promises(chapter: str, build: Promise, apply: Promise) -> tuple[Promise, ...]:
+    """The promises of ``tied_io_embed``, the same exercise in both chapters but for how
+    the module is built (``build``) and applied (``apply``); ``chapter`` prefixes the keys."""
+    return (
+        Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
+                "every case sends floats, the ids a float32 array; called positionally as the signature has no "
+                "defaults"),
+        Promise("cast V and D to int", f"FLOAT_SIZES: {chapter}.float_sizes", keys=(f"{chapter}.float_sizes",)),
+        Promise("and the ids to jnp.int32", f"FLOAT_IDS: {chapter}.float_ids", keys=(f"{chapter}.float_ids",)),
+        build,
+        apply,
+        Promise("return the logits flattened to shape (T·V,) with .reshape(-1)", "common.not_flattened when the "
+                "(T, V) array is right; a tuple, list or dict is common.not_one_array, judged from the raw type "
+                "(probe call_alone)", keys=("common.not_flattened", "common.not_one_array")),
+        Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
+                "(common.wrong_dtype)", keys=("common.wrong_dtype",)),
+        Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
+    )
+
+
 def embed_sizes(case: Case) -> tuple[int, int, int]:
     seed, _, v, d = case.args["args"]
     return int(seed), int(v), int(d)
+
+
+def embed_reference(drawn):
+    """The reference of ``tied_io_embed``: the tied logits, flattened, of the matrix that
+    ``drawn(seed, V, D)`` draws (the module's own initialiser) for the case's ids."""
+    return lambda case: tied_logits(drawn(*embed_sizes(case)), ids_of(case)).reshape(-1)
+
+
+def judge_embed(keys: dict, drawn, tol: dict, ignores_seed: str, retried=("common.wrong_values",), also=None):
+    """Judge of ``tied_io_embed`` (``embed_reference(drawn)``), in float32 within ``tol``,
+    with the symptoms of a wrong lookup or projection (``judge_logits``).  On a finding
+    of ``retried``: first ``also(case, value, ref, finding)``, a mistake of the chapter's
+    own, then ``ignores_seed`` when the value is seed 0's logits."""
+
+    def judge(case: Case, value, ref) -> Finding | None:
+        seed, v, d = embed_sizes(case)
+        finding = judge_logits(keys, lambda c: drawn(seed, v, d), flat=True, tol=tol, dtype="float32")(case, value, ref)
+        if finding is None or finding.key not in retried:
+            return finding
+        found = also(case, value, ref, finding) if also is not None else None
+        if found is not None:
+            return found
+        if seed != 0 and close(value, tied_logits(drawn(0, v, d), ids_of(case)).ravel(), **tol):
+            return Finding(ignores_seed, finding.params)
+        return finding
+
+    return judge
+
+
+def embed_item(chapter_id: str, chapter: str, points: int, stands_on: str, drawn, tol: dict, build: Promise,
+               apply: Promise, **judged) -> Item:
+    """``tied_io_embed(seed, token_ids, vocab_size, d_model)`` of a chapter: the module
+    ``stands_on`` built by the seed (``build``, whose matrix ``drawn(seed, V, D)`` draws),
+    applied to the ids (``apply``), the logits flattened; ``chapter`` prefixes its keys,
+    ``judged`` goes to ``judge_embed``.  The probe ``call_alone`` runs it with the
+    reference ``stands_on``, so that the module's mistakes stay the module's."""
+    keys = symptom_keys(chapter)
+    return Item(name="tied_io_embed", points=points, probe="call_alone", stands_on=stands_on,
+                promises=embed_promises(chapter, build, apply),
+                cases=partial(embed_cases, f"{chapter_id}/tied_io_embed"), reference=embed_reference(drawn),
+                judge=one_array(judge_embed(keys, drawn, tol, f"{chapter}.ignores_seed", **judged)))
 
 
 def embed_cases(item: str) -> list[Case]:

@@ -100,10 +100,18 @@ def where_raised(exc):
     return [], "probe" if inner == PROBE_FILE else "library"
 
 
+def raising_function(exc):
+    """The notebook's function the exception left last (``TinyLM.__init__``), or ``""``:
+    a stub's, whose hint the grader then names by it, not by what the raise says."""
+    names = [frame.f_code.co_qualname for frame, _ in traceback.walk_tb(exc.__traceback__)
+             if CELL_FILE.search(frame.f_code.co_filename or "")]
+    return names[-1] if names else ""
+
+
 def error_fact(exc):
     lines, origin = where_raised(exc)
     return {"error": {"type": type(exc).__name__, "message": shorten(exc), "line": lines[-1] if lines else "",
-                      "lines": lines, "origin": origin}}
+                      "lines": lines, "origin": origin, "function": raising_function(exc)}}
 
 
 def run_case(probe, namespace, args):
@@ -240,6 +248,14 @@ def typed_call(namespace, fn, args):
     a list like any other, and only its type says it was not one array."""
     result = call(namespace, fn, args)
     return {"type": type(result).__name__, "out": result}
+
+
+def typed_call_standing_in(namespace, fn, args, stand_ins):
+    """``typed_call`` with the book's ``stand_ins`` (a name → an object) in place of the
+    notebook's (``standing_in``): a function that builds on another exercise is judged
+    on its own code, and a mistake in that exercise is its own items' to report."""
+    with standing_in(namespace, stand_ins):
+        return typed_call(namespace, fn, args)
 
 
 PROBES = {"call": call, "typed_call": typed_call}

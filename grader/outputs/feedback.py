@@ -14,7 +14,7 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
-from grader import expected_outputs, registry
+from grader import chapters, expected_outputs
 from grader.atomic import write_atomic
 from grader.i18n import text
 from grader.outputs.class_report import PAGE, load, table
@@ -35,7 +35,7 @@ def chapter_link(book: str, chapter: str) -> str:
 def chapter_title(chapter: str) -> str:
     """The chapter's title as the book shows it (its id for a chapter this grader lacks)."""
     try:
-        return registry.chapter(chapter).title
+        return chapters.chapter(chapter).title
     except KeyError:
         return chapter
 

@@ -1,6 +1,7 @@
-"""``grader grade``: many submissions in parallel, into one gradebook.
+"""``grader grade``'s gradebook: one row per item of every submission graded.
 
-The gradebook (CSV and JSON) is written first, then rewritten atomically after every
+``grader grade`` grades the submissions in parallel (``grader.pipeline.batch``) and
+adds each result here as it comes.  The gradebook (CSV and JSON) is written first, then rewritten atomically after every
 submission, so an interrupted run leaves a valid one; a rerun skips files whose
 content is unchanged and that were graded with the same settings (``settings()``:
 the sandbox, the secret's hash, the grader's fingerprint, the language).  A
@@ -16,26 +17,16 @@ import io
 import json
 import os
 import sys
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import replace
 from pathlib import Path
 
-import grader.pipeline.runner as runner
-import grader.pipeline.supervise.supervisor as supervisor
-from grader import disk_cache
 from grader.atomic import write_atomic
 from grader.outcome import NOT_REACHED, OOM, TIMEOUT
 from grader.outputs.report import as_dict, dumps
-from grader.outputs.shards import in_shard
 from grader.pipeline.submission import BadSubmission, read_bytes
-from grader.registry import Finding
-from grader.result import Result
-from grader.stopping import Interrupted, requested
+from grader.result import GRADER_ERROR, grader_error
 
 FIELDS = ("student", "chapter", "item", "points", "max_points", "verdict", "message", "path")
-GRADER_ERROR = "common.grader_error"
 UNFINISHED = (TIMEOUT, OOM, NOT_REACHED)  # verdicts of items whose checks did not run
-STOP_WAIT = 1.0  # seconds the running gradings get to clean up after Ctrl-C (their workers are killed at once)
 
 
 def find_notebooks(paths: list[Path]) -> list[tuple[str, Path]]:
@@ -154,58 +145,3 @@ def progress(done: int, total: int, label: str) -> None:
     else:
         sys.stderr.write(f"{done}/{total} {label}\n")
     sys.stderr.flush()
-
-
-def grade_all(paths: list[Path], out: Path, jobs: int, limits: supervisor.Limits, lang: str,
-              shard: tuple[int, int] | None = None) -> Gradebook:
-    """Grade every notebook under ``paths`` (only share K of N with ``shard``) into ``out``."""
-    book = Gradebook(out, lang, graded_with=settings(limits.sandbox, lang), shard=shard)
-    book.save()  # first: even a run stopped at once leaves a valid gradebook
-    if requested():
-        raise Interrupted
-    todo = [(s, p) for s, p in find_notebooks(paths)
-            if (shard is None or in_shard(s, p, shard)) and not book.is_current(p)]
-    with disk_cache.compiled_programs() as compiled:
-        # Share the cores among the kernels that run at once, and compiled programs
-        # among all the kernels of this batch (and of earlier ones).
-        limits = replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs), jax_cache=compiled)
-        run_pool(book, todo, jobs, limits)
-    return book
-
-
-def grader_error(path: Path, exc: BaseException) -> Result:
-    """The row of a submission the grader itself failed on."""
-    return Result(path, bad=Finding(GRADER_ERROR, {"type": type(exc).__name__, "message": str(exc)[:200]}))
-
-
-def run_pool(book: Gradebook, todo: list[tuple[str, Path]], jobs: int, limits: supervisor.Limits) -> None:
-    """Grade ``todo``, ``jobs`` at a time, saving each result as it comes.
-
-    After Ctrl-C (``stopping.requested()``) no grading starts, every worker is
-    killed with its kernel, and ``Interrupted`` is raised; a grading thread still
-    busy (importing a framework) is not waited for.
-    """
-    done = 0
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    pending = {pool.submit(runner.grade, p, limits): (s, p) for s, p in todo}
-    try:
-        while pending:
-            if requested():
-                raise Interrupted
-            finished, _ = wait(pending, timeout=supervisor.POLL, return_when=FIRST_COMPLETED)
-            for future in finished:
-                student, path = pending.pop(future)
-                try:
-                    result = future.result()
-                except Interrupted:
-                    raise
-                except Exception as exc:  # a crash in grading one submission: the batch goes on
-                    result = grader_error(path, exc)
-                book.add(student, result)
-                done += 1
-                progress(done, len(todo), str(path))
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        if requested():
-            supervisor.stop_workers()
-            wait(pending, timeout=STOP_WAIT)

@@ -31,8 +31,8 @@ def _imports(source: str) -> set[str]:
 def chapter_frameworks(chapter: str, source: Path) -> list[str]:
     """The frameworks grading ``chapter`` imports (``FRAMEWORKS``' keys, sorted): its
     chapter module's, its probe module's and its solution notebook's."""
-    from grader.registry import chapter as get
-    from grader.registry import chapter_modules
+    from grader.chapters import chapter as get
+    from grader.chapters import chapter_modules
 
     found: set[str] = set()
     for module in (get(chapter).probe_module, chapter_modules()[chapter]):

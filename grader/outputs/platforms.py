@@ -32,7 +32,6 @@ import tempfile
 import time
 import uuid
 import zipfile
-from dataclasses import replace
 from pathlib import Path
 
 from grader.atomic import write_atomic
@@ -212,38 +211,14 @@ def canvas_csv(entries: dict[str, dict], chapters: list[str], column, roster: li
     return buf.getvalue(), unmatched, absent
 
 
-# ---------------------------------------------------------------- grading in a container
+# ---------------------------------------------------------------- results in a container
 
-def grade_folder(folder: Path, chapter: str, lang: str, timeout: float | None = None, user: str = "") -> dict:
-    """Grade the chapter's notebook found in ``folder``: ``report.as_dict``'s entry; the
-    notebook runs as ``user`` when one is named."""
-    from grader import disk_cache
-    from grader.outputs.report import as_dict
-    from grader.pipeline.runner import Limits, grade
-
-    notebook = find_submission(folder, chapter)
-    if notebook is None:
-        return no_notebook(folder, lang)
-    with disk_cache.compiled_programs() as compiled:
-        limits = Limits(jax_cache=compiled, user=user)
-        limits = limits if timeout is None else replace(limits, timeout=timeout)
-        return as_dict(grade(notebook, limits, chapter), lang)
-
-
-def run_gradescope(root: Path, chapter: str, lang: str, timeout: float | None = None, user: str = "") -> int:
-    """``run_autograder``: grade ``root/submission`` into ``root/results/results.json``."""
-    entry = grade_folder(root / "submission", chapter, lang, timeout, user)
+def write_results(root: Path, platform: str, entry: dict, lang: str) -> None:
+    """``root/results/results.json`` in ``platform``'s format ("gradescope" or
+    "prairielearn"), from ``report.as_dict``'s entry of the graded notebook."""
+    results = gradescope_results(entry, lang) if platform == "gradescope" else prairielearn_results(entry, lang)
     (root / "results").mkdir(parents=True, exist_ok=True)
-    write_atomic(root / "results" / "results.json", json.dumps(gradescope_results(entry, lang), ensure_ascii=False))
-    return 0
-
-
-def run_prairielearn(root: Path, chapter: str, lang: str, timeout: float | None = None, user: str = "") -> int:
-    """The external grader's entry point: ``root/student`` into ``root/results/results.json``."""
-    entry = grade_folder(root / "student", chapter, lang, timeout, user)
-    (root / "results").mkdir(parents=True, exist_ok=True)
-    write_atomic(root / "results" / "results.json", json.dumps(prairielearn_results(entry, lang), ensure_ascii=False))
-    return 0
+    write_atomic(root / "results" / "results.json", json.dumps(results, ensure_ascii=False))
 
 
 # ---------------------------------------------------------------- exporting the autograder

@@ -6,7 +6,7 @@
 3. ``supervisor.supervise`` runs ``grader.pipeline.supervise.worker`` in its own process group under the
    time and memory limits, while the references are computed here in a thread;
 4. ``collect`` reads the facts and the summary the worker sent through its channel;
-5. ``verdicts.verdicts`` judges them, and names what stopped the items not reached.
+5. ``judge.notebook.judge_notebook`` judges them, and names what stopped the items not reached.
 
 The submission itself is only ever read.  After Ctrl-C (``stopping.requested()``)
 no worker starts, and each running one is killed with its kernel.
@@ -20,17 +20,18 @@ import time
 from pathlib import Path
 
 from grader import disk_cache, expected_outputs
-from grader.pipeline.cells import code_cells
+from grader.cells import code_cells
+from grader.chapters import chapter
+from grader.pipeline.judge.broken_cells import with_broken_cells
 from grader.pipeline.judge.items import with_dtype_sources, with_stand_in_notes
-from grader.pipeline.judge.notebook import verdicts
+from grader.pipeline.judge.notebook import judge_notebook
 from grader.pipeline.prepare.job import FILE as JOB_FILE
 from grader.pipeline.prepare.job import Job
 from grader.pipeline.prepare.probe_bundle import write_spec
 from grader.pipeline.submission import BadSubmission, Submission, load
 from grader.pipeline.supervise.supervisor import POLL, Limits, supervise
-from grader.registry import Chapter, Finding, chapter
+from grader.registry import Chapter, Finding
 from grader.result import Result
-from grader.selfcheck.kernel_notebook import with_broken_cells
 from grader.stopping import Interrupted, requested
 
 
@@ -53,7 +54,7 @@ def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = 
             refs.join(POLL)
         facts, summary = collect(channel)
     cells = json.loads(sub.data.decode("utf-8"))["cells"]
-    judged = verdicts(ch, facts, summary, stopped, disk_cache, code_cells(cells), timeout_s=limits.timeout,
+    judged = judge_notebook(ch, facts, summary, stopped, disk_cache, code_cells(cells), timeout_s=limits.timeout,
                       step_s=limits.step_seconds, memory_bytes=limits.memory)
     found = with_broken_cells(with_dtype_sources(with_stand_in_notes(ch, judged)), cells)
     result = Result(path, sub.chapter, sub.sha256, found, log=log)
@@ -90,7 +91,7 @@ def collect(channel: str) -> tuple[dict[str, list[list]], dict]:
     kernel returned: a line counts only as ``{"item": str, "facts": list}`` or
     ``{"summary": ...}`` of the worker's shape (others are skipped: a kill can cut the
     last one short).  The judge accepts an item only with exactly one record
-    (``judge.judge_records``).
+    (``judge.items.judge_records``).
     """
     records: dict[str, list[list]] = {}
     summary = None

@@ -9,7 +9,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.registry import chapters
+from grader.chapters import chapters
 
 
 class BadSubmission(Exception):
@@ -109,11 +109,11 @@ def parse(path: Path, data: bytes, expected_chapter: str | None = None) -> Submi
         raise BadSubmission("bad.other_chapter", path=name, chapter=chapter, expected=expected_chapter)
     if path.stem in known and path.stem != chapter:
         raise BadSubmission("bad.other_chapter", path=name, chapter=chapter, expected=path.stem)
-    _check_cells(nb["cells"], name)
+    _validate_cells(nb["cells"], name)
     return Submission(path, data, chapter)
 
 
-def _check_cells(cells: list, name: str) -> None:
+def _validate_cells(cells: list, name: str) -> None:
     for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
             raise BadSubmission("bad.not_notebook", path=name)

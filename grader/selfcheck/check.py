@@ -2,7 +2,7 @@
 
 It runs the very probes and judges that ``grader check`` uses, only in this
 process instead of a separate one, so the verdicts agree, and returns the same
-``Result``: in Jupyter it shows as a panel of static HTML (``grader.selfcheck.panel``, which
+``Result`` (a ``CheckResult``): in Jupyter it shows as a panel of static HTML (``grader.selfcheck.panel``, which
 nbconvert and GitHub draw too), elsewhere it prints as a table.  The ``notebook``
 item is judged from what this kernel holds (``grader.selfcheck.kernel_notebook``).
 
@@ -22,16 +22,16 @@ import sys
 import threading
 from pathlib import Path
 
-import grader.pipeline.judge.items as judge
-from grader import disk_cache, expected_outputs
+import grader.pipeline.judge.items as judging
+from grader import disk_cache
+from grader.chapters import chapter_of_item, chapters
 from grader.disk_cache import compiled_programs_in_process
 from grader.i18n import detect_lang, language_code, text, unknown_language
 from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
 from grader.pipeline.prepare.probe_bundle import run_in_process
-from grader.registry import Chapter, Finding, chapter_of_item, chapters
-from grader.result import Result
+from grader.registry import Chapter, Finding
 from grader.selfcheck.kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_chapter, notebook_item
-from grader.selfcheck.panel import in_kernel
+from grader.selfcheck.panel import CheckResult, in_kernel
 
 DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
 AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
@@ -126,12 +126,11 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
         if only is not None and only not in (item.name, item.target):
             continue
         record = facts.get(item.name, [])
-        verdict = timed_out(item, record, seconds, stuck) or judge.judge_item(
-            ch, item, record, disk_cache, expected_outputs.given_lines(ch.id))
+        verdict = timed_out(item, record, seconds, stuck) or judging.judge_item(ch, item, record, disk_cache)
         finding = in_kernel_frame(verdict.finding, namespace, cells)
         found.append(verdict if finding is verdict.finding else
                      Verdict(item.name, 0, item.points, verdict.status, finding))
-    return judge.with_dtype_sources(judge.with_stand_in_notes(ch, found))
+    return judging.with_dtype_sources(judging.with_stand_in_notes(ch, found))
 
 
 def _resolve(target):
@@ -146,6 +145,27 @@ def _resolve(target):
 def usage(key: str, **params) -> None:
     """An argument error: one line, never a traceback."""
     print(text(key, params.pop("lang", "en"), **params), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def generators_kept():
+    """The kernel's random generators as they were before ``check()``: the probes and the
+    worked examples it runs again seed and draw (``torch.manual_seed``), and the
+    student's next ``torch.randn`` or ``np.random.rand`` must not depend on a check run."""
+    import random
+
+    import numpy as np
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    torch = sys.modules.get("torch")
+    torch_state = torch.random.get_rng_state() if torch is not None else None
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+        if torch is not None:
+            torch.random.set_rng_state(torch_state)
 
 
 def check(target, lang: str | None = None, namespace: dict | None = None, timeout: float = DEFAULT_TIMEOUT):
@@ -175,9 +195,10 @@ def check(target, lang: str | None = None, namespace: dict | None = None, timeou
         return usage("ui.other_chapter", lang=lang, chapter=ch.id, notebook=served[0], path=served[1])
     try:
         first = "ui.checking_again" if CHECKED else "ui.checking"
-        with saying_what_it_does(text(first, lang, chapter=ch.id)), compiled_programs_in_process():
+        with saying_what_it_does(text(first, lang, chapter=ch.id)), compiled_programs_in_process(), \
+                generators_kept():
             verdicts = judged(ch, namespace, only, float(timeout))
         CHECKED.append(ch.id)  # the checks are loaded: the first check's note is said once
     except KeyboardInterrupt:
         return usage("ui.stopped", lang=lang)
-    return Result(Path(served[1] if served else "<notebook>"), ch.id, verdicts=verdicts, lang=lang)
+    return CheckResult(Path(served[1] if served else "<notebook>"), ch.id, verdicts=verdicts, lang=lang)

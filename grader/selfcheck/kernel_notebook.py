@@ -13,7 +13,6 @@ it defines.  The worked examples are taken from the notebook file the kernel ser
 from __future__ import annotations
 
 import ast
-import codeop
 import contextlib
 import io
 import json
@@ -24,17 +23,23 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from grader import expected_outputs as eo
+from grader.cells import code_cells, first_line
+from grader.cells import named as named_cell
 from grader.kernel.runtime import error_fact
 from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Verdict
-from grader.pipeline.cells import code_cells, first_line
-from grader.pipeline.cells import named as named_cell
-from grader.pipeline.judge.notebook import notebook_verdict
+from grader.pipeline.judge.broken_cells import (
+    RERUN_FILE,
+    defines,
+    in_broken_cell,
+    python_source,
+    syntax_errors,
+    undefined_name,
+)
+from grader.pipeline.judge.notebook import notebook_item_verdict
 from grader.pipeline.submission import BadSubmission, read_bytes
 from grader.registry import Finding
 from grader.selfcheck.kernel_runs import INTERRUPTED, failed_runs
 
-UNDEFINED = re.compile(r"name '([^']+)' is not defined")
-RERUN_FILE = "<cell-rerun>"  # a notebook cell to where_raised (grader.kernel.runtime.CELL_FILE)
 TIMED_OUT = "CheckTimedOut"  # the type of what check()'s time limit raises
 # A cell stopped by hand in this kernel, and one whose outcome it cannot see: their findings.
 SEEN_IN_KERNEL = {INTERRUPTED: (TIMEOUT, "common.cell_interrupted")}
@@ -72,12 +77,6 @@ def notebook_chapter(namespace: dict) -> tuple[str, str] | None:
     return (chapter, found[0].name) if isinstance(chapter, str) and found else None
 
 
-def defines(source: str, name: str) -> bool:
-    """Does a cell's code bind ``name`` at its top level (class, def, assignment)?"""
-    word = re.escape(name)
-    return re.search(rf"^(?:class|def)\s+{word}\b|^{word}\s*(?::[^=\n]*)?=(?!=)", source, re.MULTILINE) is not None
-
-
 def not_run_yet(name: str, namespace: dict, cells: list | None) -> bool:
     """Is ``name`` defined in the notebook but by no cell run in this kernel?  Without
     the notebook file, the exercise is taken to define it (each stub does)."""
@@ -88,64 +87,6 @@ def not_run_yet(name: str, namespace: dict, cells: list | None) -> bool:
         return False  # its cell ran and raised: the item's own message says why
     return cells is None or any(
         c.get("cell_type") == "code" and defines(eo.source_text(c), name) for c in cells)
-
-
-def python_source(source: str) -> str:
-    """A cell's code as IPython runs it (``%magic`` and ``!shell`` lines made Python)."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-    except ImportError:
-        return source
-    return TransformerManager().transform_cell(source)
-
-
-def syntax_errors(cells: list) -> dict[int, dict]:
-    """The code cells (numbered from 1) that do not compile, each with the error record
-    IPython's traceback gives ``grader check``: its type and message, no line.  They
-    are compiled as IPython compiles a cell (``codeop``'s flags: an unclosed bracket at
-    the end is "incomplete input"), top-level ``await`` allowed."""
-    errors = {}
-    code = [c for c in cells if c.get("cell_type") == "code"]
-    flags = codeop.Compile().flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | ast.PyCF_ONLY_AST
-    for number, cell in enumerate(code, 1):
-        try:
-            compile(python_source(eo.source_text(cell)), RERUN_FILE, "exec", flags)
-        except SyntaxError as exc:
-            errors[number] = {"type": type(exc).__name__, "message": str(exc.msg), "line": ""}
-        except ValueError:  # a null byte: the kernel's own message will say
-            continue
-    return errors
-
-
-def undefined_name(finding: Finding | None) -> str | None:
-    """The name a 'not found' finding (or a cell's NameError) is about, or None."""
-    if finding is None or finding.key not in ("common.missing", "common.missing_close", "common.cell_error"):
-        return None
-    found = UNDEFINED.search(str(finding.params.get("message", "")))
-    if not found or not (finding.key != "common.cell_error" or finding.params.get("type") == "NameError"):
-        return None
-    return found.group(1)
-
-
-def in_broken_cell(name: str, cells: list) -> Finding | None:
-    """``name`` is defined by a cell that does not compile: the finding naming that cell."""
-    code = [c for c in cells if c.get("cell_type") == "code"]
-    for number, error in syntax_errors(cells).items():
-        if defines(eo.source_text(code[number - 1]), name):
-            return named_cell(Finding("common.does_not_compile", {"name": name, **error, "line": "",
-                                                                  "cell": number}), code_cells(cells))
-    return None
-
-
-def with_broken_cells(verdicts: list[Verdict], cells: list) -> list[Verdict]:
-    """``grader check``'s verdicts, each item whose name is in a cell that does not
-    compile saying so (as ``check()`` does) rather than 'define it'."""
-    out = []
-    for v in verdicts:
-        name = undefined_name(v.finding) if v.item != NOTEBOOK_ITEM else None
-        finding = in_broken_cell(name, cells) if name else None
-        out.append(v if finding is None else Verdict(v.item, 0, v.max_points, v.status, finding))
-    return out
 
 
 def in_kernel_frame(finding: Finding | None, namespace: dict, cells: list | None) -> Finding | None:
@@ -266,6 +207,6 @@ def notebook_item(chapter_id: str, namespace: dict, cells: list | None,
         status, key = SEEN_IN_KERNEL[first["type"]]
         at = next(r["cell"] for r in records if not r["passed"])
         return Verdict(NOTEBOOK_ITEM, 0, 1, status, named_cell(Finding(key, {"cell": at + 1}), named))
-    verdict = notebook_verdict(records + missing, named, eo.example_lines(chapter_id), eo.given_lines(chapter_id))
+    verdict = notebook_item_verdict(records + missing, named, eo.example_lines(chapter_id), chapter_id)
     finding = in_kernel_frame(verdict.finding, namespace, cells)
     return verdict if finding is verdict.finding else Verdict(verdict.item, 0, 1, verdict.status, finding)

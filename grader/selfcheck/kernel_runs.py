@@ -75,7 +75,7 @@ def last_error(shell, history: list) -> tuple[int, dict] | None:
 
 def saved_error(cell: dict) -> dict | None:
     """The error a saved cell's outputs show, as ``grader check``'s worker records it."""
-    from grader.pipeline.supervise.worker import cell_error
+    from grader.cells import cell_error
 
     for out in cell.get("outputs") or []:
         if isinstance(out, dict) and out.get("output_type") == "error":

@@ -1,16 +1,14 @@
 """A ``Result`` as a notebook shows it: a panel of static HTML, one row per verdict,
 with the same messages as the terminal's table (``grader.outputs.report``).  No widget: offline,
-nbconvert would draw a widget's view (a script from the network) instead of the HTML."""
+nbconvert would draw a widget's view (a script from the network) instead of the HTML.
+``check()`` returns a ``CheckResult``, which shows itself so, with the table as text
+beside it: both survive in a notebook on GitHub or converted by nbconvert, offline."""
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from grader.i18n import text
 from grader.outcome import PASS
-from grader.outputs.report import item_label, status_text, verdict_messages
-
-if TYPE_CHECKING:
-    from grader.result import Result
+from grader.outputs.report import item_label, status_text, table, verdict_messages
+from grader.result import Result
 
 COLOURS = {PASS: "#1a7f37"}
 KEEP_ALL = "word-break:keep-all"  # Korean breaks between words, not inside them
@@ -43,3 +41,13 @@ def in_kernel() -> bool:
     except ImportError:
         return False
     return hasattr(get_ipython(), "kernel")
+
+
+class CheckResult(Result):
+    """``check()``'s result: printed, the terminal's table; in Jupyter, the panel."""
+
+    def __repr__(self) -> str:
+        return table(self, self.lang)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return {"text/html": panel_html(self, self.lang), "text/plain": repr(self)}

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.comparisons import close, compare_arrays, describe_shape
 from grader.drawing import hidden_rng, token_ids
-from grader.pipeline.judge.items import close, compare_arrays, describe_shape
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
 
 CHAPTER_ID = "07_three_frameworks"

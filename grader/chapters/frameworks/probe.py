@@ -61,17 +61,25 @@ def _torch_facts(ns, model):
             "state_keys": [str(k) for k in model.state_dict()]}
 
 
+def _fitting_logits(model, ids, cotangent):
+    """The model's logits on ``ids``, or None where its forward raises or they do not have
+    the cotangent's shape: then no gradient is taken, and the value item runs the forward
+    again and judges its error or its shape."""
+    try:
+        logits = model(ids)
+    except Exception:
+        return None
+    return logits if tuple(getattr(logits, "shape", ())) == np.shape(cotangent) else None
+
+
 def _torch_gradient(model, ids, cotangent):
     """The raw gradient that ``sum(logits * cotangent)`` leaves in ``embed.weight`` (None
     when none reaches it), or the error its backward pass raised."""
     import torch
 
     model.zero_grad(set_to_none=True)
-    try:
-        logits = model(ids)
-    except Exception:  # the value item runs it again and judges the error
-        return {"grad": None, "forward_failed": True}
-    if tuple(getattr(logits, "shape", ())) != np.shape(cotangent):  # the value item judges the shape
+    logits = _fitting_logits(model, ids, cotangent)
+    if logits is None:
         return {"grad": None, "forward_failed": True}
     try:
         (logits * torch.as_tensor(np.asarray(cotangent, np.float32))).sum().backward()
@@ -139,11 +147,8 @@ def _nnx_gradient(model, ids, cotangent):
     import jax.numpy as jnp
     from flax import nnx
 
-    try:
-        logits = model(ids)
-    except Exception:  # the value item runs it again and judges the error
-        return {"grad": None, "forward_failed": True}
-    if tuple(getattr(logits, "shape", ())) != np.shape(cotangent):  # the value item judges the shape
+    logits = _fitting_logits(model, ids, cotangent)
+    if logits is None:
         return {"grad": None, "forward_failed": True}
     try:
         grads = nnx.grad(lambda m: jnp.sum(m(ids) * jnp.asarray(cotangent, jnp.float32)))(model)

@@ -1,15 +1,14 @@
 """Chapter 04, the LM head of a small GPT in NumPy: the loss, the tied forward, the two
 gradient paths into a tied matrix, and sampling with a temperature.
 
-The references come from PyTorch in float64 (``cross_entropy``, ``layer_norm``,
-``softmax`` and autograd), so that none of them is the hand-written NumPy the exercise
-asks for.  (PyTorch rather than JAX: eager JAX compiles every operation for every new
-shape, which made these references ten times slower.)  The symptoms re-create known
-mistakes in NumPy.
+Beside this module: ``reference.py``, the references (PyTorch in float64, none of them
+the hand-written NumPy the exercise asks for), and ``cases.py``, the worked examples and
+the hidden cases.  Here: the symptoms, which re-create known mistakes in NumPy, the
+judges, and one block per exercise in the notebook's order, each ending with its ``Item``.
 
-Every item's fact carries the source of the student's function, raw: the exercise asks
-for plain NumPy, and ``grader.chapters.source_checks`` finds a framework in it, with its line.
-One block per exercise below, in the notebook's order; each ends with its ``Item``.
+Every exercise asks for plain NumPy (``grader.chapters.plain_numpy``): every item's fact
+carries the source of the student's function, raw, and a framework in it is
+gpt_head.framework_used, with its line.
 """
 from __future__ import annotations
 
@@ -17,106 +16,24 @@ import builtins
 
 import numpy as np
 
-import grader.chapters.source_checks as source_checks
-from grader.drawing import hidden_rng, softmax
-from grader.pipeline.judge.items import CONTAINERS, close, compare_arrays, describe_shape, matches_reference
+from grader.chapters.gpt_head.cases import (
+    ce_cases,
+    forward_cases,
+    grad_cases,
+    greedy_cases,
+    sample_cases,
+)
+from grader.chapters.gpt_head.reference import LN_EPS, reference_ce, reference_forward, reference_grads, reference_probs
+from grader.chapters.plain_numpy import numpy_only, plain_numpy_promise
+from grader.comparisons import close, compare_arrays, describe_shape, matches_reference
+from grader.drawing import softmax
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
-LN_EPS = 1e-5
-MINI_GPT = (32, 64, 64)  # (T, V, d) of the book's Mini-GPT
-
-
-def _torch():
-    import torch
-
-    return torch
-
-
-# ---------------------------------------------------------------- plain NumPy, promised by every exercise
-
-# What the exercise rules out: "in plain NumPy", no framework and no ready-made softmax.
-FRAMEWORKS = {"torch", "jax", "jaxlib", "flax", "tensorflow", "scipy", "sklearn"}
-PLAIN_NUMPY = Promise("in plain NumPy (no framework)", "source check of the function and its notebook helpers: "
-                      "an import or a global bound to torch, jax, flax, tensorflow, scipy or sklearn is "
-                      "gpt_head.framework_used, with its line", keys=("gpt_head.framework_used",))
-
-
-def public_module(module: str) -> str:
-    """The module as a student imports it: ``scipy.special`` for the
-    ``scipy.special._logsumexp`` that defines ``softmax`` (private parts dropped)."""
-    parts = module.split(".")
-    return ".".join(parts[:next((i for i, p in enumerate(parts) if i and p.startswith("_")), len(parts))])
-
-
-def framework_finding(code: dict) -> Finding | None:
-    """A framework imported or used in the student's function or its notebook helpers,
-    named with its line (or with the global name bound to it when no source is readable)."""
-    for name, facts in code.items():
-        bound = {g: public_module(str(what.get("module", ""))) for g, what in (facts.get("globals") or {}).items()
-                 if isinstance(what, dict) and str(what.get("module", "")).split(".")[0] in FRAMEWORKS}
-        uses = source_checks.module_uses(facts.get("source"), name, FRAMEWORKS, bound)
-        if uses:
-            return Finding("gpt_head.framework_used", {"module": uses[0].what, "line": uses[0].where})
-        if bound:
-            return Finding("gpt_head.framework_used", {"module": next(iter(bound.values()))})
-    return None
-
-
-def numpy_only(judge, unwrap: bool = True, one_array: bool = False):
-    """The item's judge, after the check that its code is plain NumPy; ``unwrap``: the
-    judge gets the function's result, not the whole fact; ``one_array``: the exercise
-    asks for one array (or number), so a tuple, list or dict is common.not_one_array,
-    judged from the result's raw type."""
-    def checked(case, value, ref):
-        if not isinstance(value, dict) or "code" not in value or ("out" not in value and unwrap):
-            return Finding("common.not_judged", {"reason": "the probe's record has no result"})
-        finding = framework_finding(value.get("code") or {})
-        if finding is not None:
-            return finding
-        if one_array and value.get("type") in CONTAINERS:
-            return Finding("common.not_one_array", {"got": value["type"]})
-        return judge(case, value["out"] if unwrap else value, ref)
-    return checked
+FRAMEWORK_USED = "gpt_head.framework_used"  # a framework in code that must be plain NumPy
+PLAIN_NUMPY = plain_numpy_promise(FRAMEWORK_USED)
 
 
 # ---------------------------------------------------------------- cross_entropy_from_logits(logits, targets) -> loss
-
-CE_LOGITS = np.array([[2.0, 1.0, 0.1], [0.5, 2.5, -1.0]])
-CE_TARGETS = np.array([0, 2])
-
-
-def ce_cases() -> list[Case]:
-    """The notebook's four calls (its targets [0, 1, 4] a list, as it passes them), then
-    hidden cases to the edges: one position, one token in the vocabulary, int32
-    targets, and logits of magnitude 1e4 every way."""
-    def case(label, logits, targets, public=False):
-        t, v = np.shape(logits)
-        return Case(label, {"args": [logits, targets]}, public, {"shape": f"T={t}, V={v}"})
-
-    found = [case("case.worked_example", logits, targets, True) for logits, targets in (
-        (np.zeros((3, 5)), [0, 1, 4]), (CE_LOGITS + 1e4, CE_TARGETS), (CE_LOGITS, CE_TARGETS),
-        (1e4 * CE_LOGITS, CE_TARGETS))]
-    rng = hidden_rng("04_gpt_head/cross_entropy_from_logits")
-    found += [
-        case("case.hidden", rng.normal(0, 1, (1, 5)), rng.integers(0, 5, 1)),
-        case("case.hidden", rng.normal(0, 1, (4, 1)), np.zeros(4, np.int64)),
-        case("case.hidden", rng.normal(0, 2, (8, 64)), rng.integers(0, 64, 8).astype(np.int32)),
-        # Every logit near +1e4: exp overflows unless the row maximum is subtracted.
-        case("gpt_head.case_logits_high", 1e4 + rng.normal(0, 1, (6, 10)), rng.integers(0, 10, 6)),
-        # Every logit near -1e4: exp underflows to zero unless shifted.
-        case("gpt_head.case_logits_low", -1e4 + rng.normal(0, 1, (5, 7)), rng.integers(0, 7, 5)),
-        # Spread of 1e4: the target's probability is far below the smallest float.
-        case("gpt_head.case_logits_spread", rng.normal(0, 1e4, (12, 32)), rng.integers(0, 32, 12)),
-    ]
-    return found
-
-
-def reference_ce(case: Case) -> np.ndarray:
-    torch = _torch()
-    logits, targets = case.args["args"]
-    logits = torch.tensor(np.asarray(logits), dtype=torch.float64)
-    targets = torch.tensor(np.asarray(targets), dtype=torch.long)
-    return np.asarray(torch.nn.functional.cross_entropy(logits, targets).item())
 
 
 def _same(value, wrong) -> bool:
@@ -184,51 +101,11 @@ CROSS_ENTROPY = Item(
         Symptom("gpt_head.unshifted_softmax", _ce_is("unshifted")),
         Symptom("gpt_head.loss_summed", _ce_summed),
         Symptom("gpt_head.loss_not_averaged", _ce_not_averaged),
-    ), rtol=1e-5, atol=1e-7), one_array=True),
+    ), rtol=1e-5, atol=1e-7), FRAMEWORK_USED, one_array=True),
 )
 
 
 # ---------------------------------------------------------------- tied_head_forward(tokens, E) -> logits (T, V)
-
-INIT_STD = 0.02
-FWD_PUBLIC_TOKENS = [0, 3, 3, 5]
-
-
-def _matrix(rng, v, d, std=None):
-    # Rows of E with entries of std d^(-1/4) give logits of order one after a lookup, so
-    # the softmax is neither uniform nor one-hot and every gradient entry matters.
-    return rng.normal(0.0, d ** -0.25 if std is None else std, (v, d))
-
-
-def tokens_with_repeat(rng, t, v) -> np.ndarray:
-    """Random ids whose last repeats the first (when t > 1), and, when t < v, with absent
-    ids: every hidden case built with it has a repeated id, on which
-    ``gpt_head.overwritten_rows`` shows; a symptom that needs ids all distinct needs
-    cases of its own."""
-    ids = rng.integers(0, v, t)
-    if t > 1:
-        ids[-1] = ids[0]  # the repeat, made on purpose
-    return ids.astype(np.int64)
-
-
-def forward_cases() -> list[Case]:
-    rng = np.random.default_rng(0)
-    public_e = rng.normal(0.0, INIT_STD, (6, 4))
-    found = [Case("case.worked_example", {"args": [np.asarray(FWD_PUBLIC_TOKENS), public_e]}, True,
-                  {"shape": "T=4, V=6, d=4"})]
-    rng = hidden_rng("04_gpt_head/tied_head_forward")
-    for t, v, d in ((1, 7, 5), (9, 16, 16), (12, 50, 8), (5, 3, 8), MINI_GPT, (64, 64, 64)):
-        std = INIT_STD if v == 50 else None
-        args = [tokens_with_repeat(rng, t, v), _matrix(rng, v, d, std)]
-        found.append(Case("case.hidden", {"args": args}, shown={"shape": f"T={t}, V={v}, d={d}"}))
-    return found
-
-
-def reference_forward(case: Case) -> np.ndarray:
-    torch = _torch()
-    tokens, e = case.args["args"]
-    x = torch.tensor(np.asarray(e[tokens], np.float64))
-    return torch.nn.functional.layer_norm(x, x.shape[-1:], eps=LN_EPS).numpy() @ e.T
 
 
 def _fwd_softmax_inside(case: Case, value, ref) -> bool:
@@ -281,7 +158,7 @@ FORWARD = Item(
         Symptom("gpt_head.softmax_in_forward", _fwd_softmax_inside),
         Symptom("gpt_head.missing_layernorm", _fwd_no_layernorm),
         Symptom("gpt_head.layernorm_variant", _fwd_layernorm_variant),
-    ), rtol=1e-5, atol=1e-7), one_array=True),
+    ), rtol=1e-5, atol=1e-7), FRAMEWORK_USED, one_array=True),
     # Shapes that do not line up in a matrix product: here, a projection by E, not E.T.
     errors=(ErrorPattern("gpt_head.projection_shapes", r"ValueError", r"mismatch in its core dimension"),),
 )
@@ -289,32 +166,7 @@ FORWARD = Item(
 
 # ------------------------------------------------------------- tied_embedding_grad(tokens, targets, E) -> the two paths
 
-GRAD_PUBLIC = dict(tokens=[1, 0, 1], targets=[0, 2, 3], vocab=5, d=3)
 GRAD_RTOL, GRAD_ATOL = 1e-5, 1e-9
-
-
-def grad_cases() -> list[Case]:
-    rng = np.random.default_rng(1)
-    e = rng.normal(0.0, 1.0, (GRAD_PUBLIC["vocab"], GRAD_PUBLIC["d"]))
-    found = [Case("case.worked_example", {"args": [
-        np.asarray(GRAD_PUBLIC["tokens"]), np.asarray(GRAD_PUBLIC["targets"]), e]}, True, {"shape": "T=3, V=5, d=3"})]
-    rng = hidden_rng("04_gpt_head/tied_embedding_grad")
-    for t, v, d in ((1, 6, 4), (10, 12, 12), (20, 9, 5), (6, 40, 8), (7, 3, 8), MINI_GPT):
-        args = [tokens_with_repeat(rng, t, v), rng.integers(0, v, t).astype(np.int64), _matrix(rng, v, d)]
-        found.append(Case("case.hidden", {"args": args}, shown={"shape": f"T={t}, V={v}, d={d}"}))
-    return found
-
-
-def reference_grads(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    """Autodiff of the untied loss ``CE(A[tokens] @ B.T)`` at A = B = E: the gradient
-    with respect to A is the lookup path, the one with respect to B the projection path."""
-    torch = _torch()
-    tokens, targets, e = case.args["args"]
-    a = torch.tensor(e, dtype=torch.float64, requires_grad=True)
-    b = torch.tensor(e, dtype=torch.float64, requires_grad=True)
-    loss = torch.nn.functional.cross_entropy(a[torch.tensor(tokens)] @ b.T, torch.tensor(targets))
-    loss.backward()
-    return a.grad.numpy(), b.grad.numpy()
 
 
 def _hand_dx(case: Case):
@@ -409,7 +261,7 @@ GRADIENT = Item(
                 keys=("gpt_head.grad_sign",)),
         PLAIN_NUMPY,
     ),
-    cases=grad_cases, reference=reference_grads, judge=numpy_only(judge_grads),
+    cases=grad_cases, reference=reference_grads, judge=numpy_only(judge_grads, FRAMEWORK_USED),
     # Shapes that do not line up in a matrix product: here, a gradient multiplied the wrong way.
     errors=(ErrorPattern("gpt_head.grad_shapes", r"ValueError", r"mismatch in its core dimension"),),
 )
@@ -417,40 +269,7 @@ GRADIENT = Item(
 
 # ---------------------------------------------------------------- sample_next(logits, temperature, rng) -> a token id
 
-SAMPLE_PUBLIC = [2.0, 1.0, 0.5, -1.0]
-SAMPLE_DRAWS, SAMPLE_REPEAT = 3000, 40
 P_VALUE = 1e-6  # a right sampler fails a frequency test this rarely
-
-
-def sample_cases() -> list[Case]:
-    """The notebook's draws at τ = 1 and τ = 1e-4, then hidden cases to the edges of
-    τ > 0: near the argmax, near uniform, and logits near ±1e4."""
-    def case(label, logits, temperature, seed, public=False):
-        return Case(label, {"logits": np.asarray(logits, np.float64), "temperature": temperature, "seed": seed,
-                            "n": SAMPLE_DRAWS, "repeat": SAMPLE_REPEAT}, public,
-                    {"shape": f"V={len(logits)}, τ={temperature:g}"})
-
-    rng = hidden_rng("04_gpt_head/sample_next")
-    seed = lambda: int(rng.integers(2**31))
-    wide = np.array([1.5, 0.3, -0.2, 1.0, 0.0, -0.5, 0.7])
-    return [
-        case("case.worked_example", SAMPLE_PUBLIC, 1.0, 0, public=True),
-        case("case.worked_example", SAMPLE_PUBLIC, 1e-4, 0, public=True),
-        case("case.hidden", wide, 0.5, seed()),
-        case("case.hidden", wide, 2.0, seed()),
-        case("case.hidden", wide, 50.0, seed()),
-        case("gpt_head.case_logits_high", 1e4 + np.array([0.2, -0.4, 0.9, 0.0, -1.0]), 1.0, seed()),
-        case("gpt_head.case_logits_low", -1e4 + np.array([0.2, -0.4, 0.9, 0.0, -1.0]), 1.0, seed()),
-        case("case.hidden", [0.3, 2.1, -0.7, 1.9, 0.0, 1.2], 1e-4, seed()),
-    ]
-
-
-def reference_probs(case: Case) -> np.ndarray:
-    torch = _torch()
-    logits, tau = case.args["logits"], float(case.args["temperature"])
-    if tau == 0.0:
-        return np.eye(len(logits))[int(np.argmax(logits))]
-    return torch.softmax(torch.tensor(logits, dtype=torch.float64) / tau, 0).numpy()
 
 
 def _draws(case: Case, value):
@@ -539,24 +358,13 @@ SAMPLE = Item(
                 "the notebook's τ = 1e-4 draws (public) and a hidden τ = 1e-4"),
         PLAIN_NUMPY,
     ),
-    cases=sample_cases, reference=reference_probs, judge=numpy_only(judge_sample, unwrap=False),
+    cases=sample_cases, reference=reference_probs, judge=numpy_only(judge_sample, FRAMEWORK_USED, unwrap=False),
     errors=(ErrorPattern("gpt_head.sample_overflow", r"ValueError", r"NaN"),
             ErrorPattern("gpt_head.sample_not_normalised", r"ValueError", r"sum to 1")),
 )
 
 
 # ---------------------------------------------------------------- sample_next at τ = 0 -> the argmax
-
-def greedy_cases() -> list[Case]:
-    def case(label, logits, temperature, public=False):
-        return Case(label, {"logits": np.asarray(logits, np.float64), "temperature": temperature, "seed": 3,
-                            "n": 20, "repeat": 0}, public, {"shape": f"V={len(logits)}, τ={temperature!r}"})
-
-    return [
-        case("case.worked_example", SAMPLE_PUBLIC, 0.0, public=True),
-        case("case.hidden", [0.1, -2.0, 0.4, 3.0, 2.9], 0),
-        case("gpt_head.case_logits_low", -1e4 + np.array([0.5, 0.2, 0.9, -0.3]), 0.0),
-    ]
 
 
 def judge_greedy(case: Case, value, ref) -> Finding | None:
@@ -577,7 +385,7 @@ GREEDY = Item(
                 keys=("gpt_head.zero_temperature", "gpt_head.zero_temperature_not_argmax")),
         Promise("returns an int", "gpt_head.sample_not_int", keys=("gpt_head.sample_not_int",)),
     ),
-    cases=greedy_cases, reference=reference_probs, judge=numpy_only(judge_greedy, unwrap=False),
+    cases=greedy_cases, reference=reference_probs, judge=numpy_only(judge_greedy, FRAMEWORK_USED, unwrap=False),
     errors=(ErrorPattern("gpt_head.zero_temperature", r"ZeroDivisionError|FloatingPointError"),
             ErrorPattern("gpt_head.zero_temperature", r"ValueError", r"NaN")),
 )

@@ -1,7 +1,7 @@
 """Chapter 01, Flax Linen: ``TiedIO``, ``tied_io_embed`` and ``SharedEmbedLM``.
 
 The references of the tied matrix itself, which chapter 02 shares, are in
-``tied_matrix``: the tied logits, the two paths of its gradient, and the symptoms that
+``tied_matrix`` (imported as ``tied``): the tied logits, the two paths of its gradient, and the symptoms that
 name what a wrong lookup or projection did.  Here, one block per exercise, in the
 notebook's order, each ending with its ``Item``.
 """
@@ -12,60 +12,28 @@ from functools import cache, partial
 
 import numpy as np
 
+import grader.chapters.tied_matrix as tied
 from grader.chapters.linen.probe import INIT_STD, reference_tiedio
-from grader.chapters.tied_matrix import (
-    FORWARD_TOL,
-    GRAD_SHAPES,
-    HIDDEN_SHAPES,
-    MAX_D,
-    MAX_VOCAB,
-    PUBLIC,
-    edge_ids,
-    embed_cases,
-    embed_sizes,
-    forward_cases,
-    forward_reference,
-    gradient_paths,
-    gradient_reference,
-    ids_of,
-    ids_promises,
-    init_std_finding,
-    judge_gradient,
-    judge_logits,
-    random_matrix,
-    shape_shown,
-    structure_cases,
-    tied_logits,
-    unblocked_promise,
-)
+from grader.comparisons import close, compare_arrays, one_array
 from grader.drawing import hidden_rng
-from grader.pipeline.judge.items import close, compare_arrays, one_array
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise
 
-KEYS = dict(
-    transposed="linen.product_transposed", missing_transpose="linen.missing_transpose",
-    no_lookup="linen.no_lookup", wrong_rows="linen.wrong_rows", scaled="linen.scaled",
-    grad_after_forward="linen.grad_after_forward", grad_blocked="linen.grad_blocked",
-    grad_lookup_blocked="linen.grad_lookup_blocked", grad_head_blocked="linen.grad_head_blocked",
-)
+KEYS = tied.symptom_keys("linen")
 
 
 # ---------------------------------------------------------------- TiedIO(vocab_size, d_model): its parameter
 
 def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
-    paths, shapes = tree["paths"], tree["shapes"]
-    shape = [case.args["vocab_size"], case.args["d_model"]]
+    paths = tree["paths"]
     if len(paths) != 1:
         return Finding("linen.param_count", {"count": len(paths), "names": ", ".join(paths)})
     if paths[0] != "params/embedding":
         return Finding("linen.param_name", {"name": paths[0]})
-    if list(shapes[0]) != shape:
-        return Finding("common.wrong_param_shape", {"got": tuple(shapes[0]), "expected": tuple(shape)})
-    return init_std_finding(tree["values"][0], shape[0] * shape[1], INIT_STD, INIT_STD)
+    return tied.matrix_finding(tree["shapes"][0], tree["values"][0], case, INIT_STD, INIT_STD)
 
 
-TIEDIO_PARAMS = Item(
-    name="TiedIO.params", symbol="TiedIO", points=2, probe="tiedio_structure",
+TIEDIO_PARAMS = tied.structure_item(
+    "TiedIO", "tiedio_structure", judge_structure,
     promises=(
         Promise("a Linen module with fields vocab_size and d_model",
                 "probe tiedio_structure builds TiedIO(vocab_size=V, d_model=D) by keyword"),
@@ -81,7 +49,6 @@ TIEDIO_PARAMS = Item(
                 "exact draw is held by tied_io_embed's values", keys=("common.init_std",)),
         Promise("the worked example: one (4, 3) leaf", "public case V=4, D=3, seed 0, as in the notebook"),
     ),
-    cases=structure_cases, reference=lambda case: None, judge=judge_structure,
 )
 
 
@@ -101,7 +68,7 @@ def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
 TIEDIO_CALL = Item(
     name="TiedIO.__call__", symbol="TiedIO", points=2, probe="tiedio_forward",
     promises=(
-        *ids_promises("tiedio_forward"),
+        *tied.ids_promises("tiedio_forward"),
         Promise("returns logits of shape (T, V)", "compare_arrays: common.wrong_shape; linen.product_transposed "
                 "for embedding @ x.T; linen.no_lookup for (V, V); a tuple, list or dict of rows is "
                 "common.not_one_array, judged from the raw type (probe tiedio_forward)",
@@ -116,9 +83,9 @@ TIEDIO_CALL = Item(
                 keys=("linen.param_not_found", "linen.submodule")),
         Promise("values", "matches E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader"),
     ),
-    cases=partial(forward_cases, "01_linen/TiedIO.__call__", reference_embedding),
-    reference=forward_reference,
-    judge=one_array(judge_logits(KEYS, lambda case: case.args["embedding"], flat=False)),
+    cases=partial(tied.forward_cases, "01_linen/TiedIO.__call__", reference_embedding),
+    reference=tied.forward_reference,
+    judge=one_array(tied.judge_logits(KEYS, lambda case: case.args["embedding"], flat=False)),
 )
 
 
@@ -131,34 +98,31 @@ def gradient_cases() -> list[Case]:
     """The notebook's gradient cell (its module's matrix, its ids and targets), then
     matrices the grader draws."""
     rng = hidden_rng("01_linen/TiedIO.gradient")
-    v, d = PUBLIC["vocab_size"], PUBLIC["d_model"]
+    v, d = tied.PUBLIC["vocab_size"], tied.PUBLIC["d_model"]
     found = [Case("case.worked_example", dict(vocab_size=v, d_model=d, **GRAD_PUBLIC,
                                               embedding=reference_embedding(0, v, d)),
-                  True, shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, D=d))]
-    for t, v, d in GRAD_SHAPES:
-        args = dict(vocab_size=v, d_model=d, token_ids=edge_ids(rng, t, v),
-                    targets=[int(i) for i in rng.integers(0, v, size=t)], embedding=random_matrix(rng, v, d))
-        found.append(Case("case.hidden", args, shown=shape_shown(T=t, V=v, D=d)))
+                  True, tied.shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, D=d))]
+    for t, v, d in tied.GRAD_SHAPES:
+        args = dict(vocab_size=v, d_model=d, token_ids=tied.edge_ids(rng, t, v),
+                    targets=[int(i) for i in rng.integers(0, v, size=t)], embedding=tied.random_matrix(rng, v, d))
+        found.append(Case("case.hidden", args, shown=tied.shape_shown(T=t, V=v, D=d)))
     return found
 
 
 TIEDIO_GRADIENT = Item(
     name="TiedIO.gradient", symbol="TiedIO", points=2, probe="tiedio_gradient",
     promises=(
-        Promise("both uses of embedding stay differentiable: the gradient of a loss with respect to it is the sum of "
-                "the lookup path and the projection path",
-                "probe tiedio_gradient takes jax.grad of the mean cross-entropy through TiedIO.apply and sends the "
-                "raw gradient; judge_gradient compares it with gradient_paths (both paths, float64) within "
-                "rtol=1e-4, atol=1e-6", keys=("linen.grad_after_forward",)),
-        unblocked_promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)", KEYS,
-                          "linen.grad_numpy",
-                          ("for logits returned as a tuple, list or dict of rows", "common.not_one_array")),
+        *tied.gradient_promises("both uses of embedding stay differentiable: the gradient of a loss with respect to "
+                                "it is the sum of the lookup path and the projection path",
+                                "probe tiedio_gradient takes jax.grad of the mean cross-entropy through TiedIO.apply",
+                                KEYS, "linen.grad_numpy",
+                                ("for logits returned as a tuple, list or dict of rows", "common.not_one_array")),
         Promise("the worked example: ids [0, 2, 2], targets [2, 2, 3] on the module's own (4, 3) matrix prints True",
                 "public case: the same matrix (TiedIO(4, 3) at PRNGKey(0)), ids and targets"),
         Promise("1 to 64 ids, with V up to 512 and D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); "
                 "T=64, V=512, D=256"),
     ),
-    cases=gradient_cases, reference=gradient_reference, judge=judge_gradient(KEYS),
+    cases=gradient_cases, reference=tied.gradient_reference, judge=tied.judge_gradient(KEYS),
     errors=(ErrorPattern("linen.grad_numpy", r"TracerArrayConversionError"),),
 )
 
@@ -169,42 +133,15 @@ TIEDIO_GRADIENT = Item(
 EMBED_TOL = dict(rtol=1e-5, atol=1e-6)
 
 
-def judge_embed(case: Case, value, ref) -> Finding | None:
-    seed, v, d = embed_sizes(case)
-    finding = judge_logits(KEYS, lambda c: reference_embedding(seed, v, d), flat=True, tol=EMBED_TOL,
-                           dtype="float32")(case, value, ref)
-    if finding is not None and finding.key == "common.wrong_values" and seed != 0:
-        if close(value, tied_logits(reference_embedding(0, v, d), ids_of(case)).ravel(), **EMBED_TOL):
-            return Finding("linen.ignores_seed", finding.params)
-    return finding
-
-
-TIED_IO_EMBED = Item(
-    name="tied_io_embed", points=3, probe="call_alone",
-    stands_on="TiedIO",
-    promises=(
-        Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
-                "every case sends floats, the ids a float32 array; called positionally as the signature has no "
-                "defaults"),
-        Promise("cast V and D to int", "FLOAT_SIZES: linen.float_sizes", keys=("linen.float_sizes",)),
-        Promise("and the ids to jnp.int32", "FLOAT_IDS: linen.float_ids", keys=("linen.float_ids",)),
-        Promise("initialise TiedIO with jax.random.PRNGKey(int(seed))", "values equal the reference's draw for each "
-                "hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed; "
-                "probe call_alone runs it with the reference TiedIO, so TiedIO's mistakes stay TiedIO's",
-                keys=("linen.ignores_seed", "linen.float_seed")),
-        Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; "
-                "common.untied when a token's logit with itself is negative; linen.scaled",
-                keys=("common.untied", "linen.scaled")),
-        Promise("return the logits flattened to shape (T·V,)", "common.not_flattened when the (T, V) array is right; "
-                "a tuple, list or dict is common.not_one_array, judged from the raw type (probe call_alone)",
-                keys=("common.not_flattened", "common.not_one_array")),
-        Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
-                "(common.wrong_dtype)", keys=("common.wrong_dtype",)),
-        Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
-    ),
-    cases=partial(embed_cases, "01_linen/tied_io_embed"),
-    reference=lambda case: tied_logits(reference_embedding(*embed_sizes(case)), ids_of(case)).reshape(-1),
-    judge=one_array(judge_embed),
+TIED_IO_EMBED = tied.embed_item(
+    "01_linen", "linen", points=3, stands_on="TiedIO", drawn=reference_embedding, tol=EMBED_TOL,
+    build=Promise("initialise TiedIO with jax.random.PRNGKey(int(seed))", "values equal the reference's draw for "
+                  "each hidden seed (all >= 1): linen.ignores_seed for seed 0's logits; FLOAT_SEED: linen.float_seed; "
+                  "probe call_alone runs it with the reference TiedIO, so TiedIO's mistakes stay TiedIO's",
+                  keys=("linen.ignores_seed", "linen.float_seed")),
+    apply=Promise("apply it", "logits_symptom, as for __call__, on the reference's matrix for the seed; "
+                  "common.untied when a token's logit with itself is negative; linen.scaled",
+                  keys=("common.untied", "linen.scaled")),
 )
 
 
@@ -218,12 +155,12 @@ SHARED_PUBLIC = dict(vocab_size=8, d_model=4, token_ids=[1, 3, 3, 7])  # the not
 def shared_structure_cases() -> list[Case]:
     v, d = SHARED_PUBLIC["vocab_size"], SHARED_PUBLIC["d_model"]
     return [
-        Case("case.worked_example", {"vocab_size": v, "d_model": d, "seed": 0}, True, shape_shown(V=v, D=d)),
+        Case("case.worked_example", {"vocab_size": v, "d_model": d, "seed": 0}, True, tied.shape_shown(V=v, D=d)),
         # V < D, V = D (where a (D, V) head kernel has the mixer's shape), and the largest sizes.
-        Case("case.hidden", {"vocab_size": 9, "d_model": 12, "seed": 3}, shown=shape_shown(V=9, D=12)),
-        Case("case.hidden", {"vocab_size": 16, "d_model": 16, "seed": 5}, shown=shape_shown(V=16, D=16)),
-        Case("case.hidden", {"vocab_size": MAX_VOCAB, "d_model": MAX_D, "seed": 7},
-             shown=shape_shown(V=MAX_VOCAB, D=MAX_D)),
+        Case("case.hidden", {"vocab_size": 9, "d_model": 12, "seed": 3}, shown=tied.shape_shown(V=9, D=12)),
+        Case("case.hidden", {"vocab_size": 16, "d_model": 16, "seed": 5}, shown=tied.shape_shown(V=16, D=16)),
+        Case("case.hidden", {"vocab_size": tied.MAX_VOCAB, "d_model": tied.MAX_D, "seed": 7},
+             shown=tied.shape_shown(V=tied.MAX_VOCAB, D=tied.MAX_D)),
     ]
 
 
@@ -247,7 +184,7 @@ def judge_shared_structure(case: Case, tree: dict, _ref) -> Finding | None:
         if shape != expected[path]:
             return Finding("common.wrong_param_shape", {"got": tuple(shape), "expected": tuple(expected[path])})
     # As for TiedIO: the std of the table.
-    return init_std_finding(tree["values"][paths.index("params/embed/embedding")], v * d, INIT_STD, INIT_STD)
+    return tied.init_std_finding(tree["values"][paths.index("params/embed/embedding")], v * d, INIT_STD, INIT_STD)
 
 
 SHARED_PARAMS = Item(
@@ -287,13 +224,14 @@ def shared_forward_cases() -> list[Case]:
     rng = hidden_rng("01_linen/SharedEmbedLM.__call__")
     public = (len(SHARED_PUBLIC["token_ids"]), SHARED_PUBLIC["vocab_size"], SHARED_PUBLIC["d_model"])
     found = []
-    for t, v, d in (public, *HIDDEN_SHAPES):
+    for t, v, d in (public, *tied.HIDDEN_SHAPES):
         worked = not found
-        args = dict(vocab_size=v, d_model=d, token_ids=SHARED_PUBLIC["token_ids"] if worked else edge_ids(rng, t, v),
-                    embedding=random_matrix(rng, v, d),
+        ids = SHARED_PUBLIC["token_ids"] if worked else tied.edge_ids(rng, t, v)
+        args = dict(vocab_size=v, d_model=d, token_ids=ids, embedding=tied.random_matrix(rng, v, d),
                     kernel=rng.normal(0.0, d ** -0.5, (d, d)).astype(np.float32),
                     bias=rng.normal(0.0, d ** -0.25, (d,)).astype(np.float32))
-        found.append(Case("case.worked_example" if worked else "case.hidden", args, worked, shape_shown(T=t, V=v, D=d)))
+        found.append(Case("case.worked_example" if worked else "case.hidden", args, worked,
+                          tied.shape_shown(T=t, V=v, D=d)))
     return found
 
 
@@ -307,10 +245,10 @@ def shared_logits(args: dict, mixed: bool = True) -> np.ndarray:
 
 
 def judge_shared_forward(case: Case, value, ref) -> Finding | None:
-    finding = compare_arrays(value, ref, **FORWARD_TOL, dtype="float32")
+    finding = compare_arrays(value, ref, **tied.FORWARD_TOL, dtype="float32")
     if finding is None or finding.key != "common.wrong_values":
         return finding
-    if close(value, shared_logits(case.args, mixed=False), **FORWARD_TOL):
+    if close(value, shared_logits(case.args, mixed=False), **tied.FORWARD_TOL):
         return Finding("linen.shared_mixer_skipped", finding.params)
     return finding
 
@@ -353,7 +291,7 @@ def shared_gradient_cases() -> list[Case]:
 def shared_gradient_reference(case: Case) -> dict:
     args = case.args
     return {"logits": shared_logits(args),
-            "paths": gradient_paths(args["embedding"], args["token_ids"], args["targets"], args["kernel"],
+            "paths": tied.gradient_paths(args["embedding"], args["token_ids"], args["targets"], args["kernel"],
                                     args["bias"])}
 
 
@@ -364,16 +302,13 @@ SHARED_KEYS = dict(grad_after_forward="linen.shared_grad_after_forward", grad_bl
 SHARED_GRADIENT = Item(
     name="SharedEmbedLM.gradient", symbol="SharedEmbedLM", points=2, probe="shared_gradient",
     promises=(
-        Promise("the head is the table itself: the gradient of a loss with respect to embed.embedding is the sum of "
-                "the lookup path and the embed.attend path",
-                "probe shared_gradient takes jax.grad of the mean cross-entropy through SharedEmbedLM.apply with "
-                "respect to the table (the grader's kernel and bias fixed) and sends it raw; judge_gradient "
-                "compares it with gradient_paths (both paths through the mixer, float64)",
-                keys=("linen.shared_grad_after_forward",)),
-        unblocked_promise("nothing may stop the gradient (jax.lax.stop_gradient, a NumPy round trip)", SHARED_KEYS,
-                          "linen.grad_numpy"),
+        *tied.gradient_promises("the head is the table itself: the gradient of a loss with respect to "
+                                "embed.embedding is the sum of the lookup path and the embed.attend path",
+                                "probe shared_gradient takes jax.grad of the mean cross-entropy through "
+                                "SharedEmbedLM.apply with respect to the table (the grader's kernel and bias fixed; "
+                                "the paths go through the mixer)", SHARED_KEYS, "linen.grad_numpy"),
     ),
-    cases=shared_gradient_cases, reference=shared_gradient_reference, judge=judge_gradient(SHARED_KEYS),
+    cases=shared_gradient_cases, reference=shared_gradient_reference, judge=tied.judge_gradient(SHARED_KEYS),
     errors=(ErrorPattern("linen.grad_numpy", r"TracerArrayConversionError"),),
 )
 

@@ -4,7 +4,7 @@ from functools import cache
 import numpy as np
 
 from grader.kernel.jax_tools import mean_cross_entropy, path_name
-from grader.kernel.runtime import lookup, raw_values, standing_in, typed_call
+from grader.kernel.runtime import lookup, raw_values, typed_call_standing_in
 
 INIT_STD = 0.02  # the embedding's initialiser: nn.initializers.normal(stddev=0.02)
 
@@ -29,10 +29,8 @@ def reference_tiedio():
 
 
 def call_alone(ns, fn, args):
-    """``typed_call`` with the reference ``TiedIO`` in place of the notebook's: ``tied_io_embed``
-    is judged on its own code, and a mistake in ``TiedIO`` is ``TiedIO``'s items' to report."""
-    with standing_in(ns, {"TiedIO": reference_tiedio()}):
-        return typed_call(ns, fn, args)
+    """``tied_io_embed``, called with the reference ``TiedIO`` (``typed_call_standing_in``)."""
+    return typed_call_standing_in(ns, fn, args, {"TiedIO": reference_tiedio()})
 
 
 def _param_tree(variables):

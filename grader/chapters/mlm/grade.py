@@ -1,79 +1,57 @@
 """Chapter 05, a BERT-style masked LM with a tied head, from scratch in PyTorch:
 ``layer_norm``, ``gelu_tanh``, ``multi_head_attention`` and ``mlm_forward_tied``.
 
-The references are written once, in float64 NumPy, with switches for the mistakes the
-chapter teaches (unbiased variance, eps outside the square root, exact-erf GELU, causal
-mask, missing scale, softmax over the queries, heads split the wrong way, post-LN, no
-gather).  A symptom recomputes the reference with one switch flipped and asks whether
-the student's value is that one.  A separate head is recognised by logits that leave
-the span of the embedding's columns.
+Beside this module: ``reference.py``, the float64 NumPy references with a switch for
+each mistake the chapter teaches; ``cases.py``, the worked examples as the notebook
+draws them and the hidden, cost and gradient cases; ``code_rules.py``, what the code
+may not do (forbidden built-ins, loops over heads or positions) and how it is found.
+Here: the judges and one ``exercise`` block per graded function.  A symptom recomputes
+the reference with one switch flipped and asks whether the student's value is that one;
+a separate head is recognised by logits that leave the span of the embedding's columns.
 
 What the text forbids is checked three ways: in the kernel the forbidden built-ins
 raise ``ForbiddenFunctionError`` naming themselves (see ``probe.py``); the source of
 the function and of the notebook's functions it calls comes back raw and
-``grader.chapters.source_checks`` finds loops and forbidden names in it, with their line; and
-the raw list of ATen operations the call dispatched catches a built-in reached under
-a name no source shows.  ``mlm_forward_tied`` runs with the reference helpers in place
-of the student's, so each helper's mistake costs its own points once.
+``code_rules`` finds loops and forbidden names in it, with their line; and the raw list
+of ATen operations the call dispatched catches a built-in reached under a name no
+source shows.  ``mlm_forward_tied`` runs with the reference helpers in place of the
+student's, so each helper's mistake costs its own points once.
 
-What every exercise shares comes first (the notebook's examples, the tolerances, what
-the code may not do), then one block per exercise, in the notebook's order, each
-ending with its ``Item``.
+What every exercise shares comes first (the tolerances, the judge of the code before
+the values), then one block per exercise, in the notebook's order, each ending with
+its ``Item``.
 """
 from __future__ import annotations
 
-import math
 from itertools import product
 
 import numpy as np
 
-import grader.chapters.source_checks as source_checks
-from grader.drawing import hidden_rng, softmax
-from grader.pipeline.judge.items import as_numbers, close, compare_arrays, matches_reference
+from grader.chapters.mlm.cases import (
+    ATTENTION_GRADIENT,
+    ATTENTION_INPUTS,
+    COST,
+    GRADIENT,
+    attention_gradient_case,
+    forward_cases,
+    forward_cost,
+    gelu_cases,
+    gradient_case,
+    ln_cases,
+    mha_cases,
+    mha_cost,
+    tensor_cost,
+)
+from grader.chapters.mlm.code_rules import FORBIDDEN, code_finding, cost_finding
+from grader.chapters.mlm.reference import EPS, LAYOUTS, forward_ref, gelu_ref, layer_norm_ref, mha_ref
+from grader.comparisons import as_numbers, close, compare_arrays, matches_reference
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
-EPS = 1e-5
 # eps values a LayerNorm is written with: BERT's, none, T5's and Llama's, this exercise's.
 EPS_SEEN = (1e-12, 0.0, 1e-6, 1e-5, 1e-8, 1e-3)
-
-
-def _normal(rng, shape, std):
-    return rng.normal(0.0, std, shape).astype(np.float32)
-
-
-def _sizes(array) -> str:
-    return f"x: {tuple(int(n) for n in np.shape(array))}"
-
-
-def notebook_examples() -> dict:
-    """The worked examples exactly as the notebook makes them: its seed, its draws, in
-    its order (cells of the solution; ``torch.manual_seed(0)`` in its first cell).
-
-    The draws come from a generator of their own, seeded as the notebook seeds the global
-    one (the same numbers): the grader draws cases in several threads at once (a batch,
-    the references warmed while the kernel runs), and a shared generator would give each
-    thread a different mix of them."""
-    import torch
-
-    g = torch.Generator().manual_seed(0)
-    n, t, v, d = 2, 5, 11, 8
-    x, w = torch.randn(2, 4, 8, generator=g), torch.randn(4, 8, 8, generator=g) / math.sqrt(8)
-    ids = torch.randint(0, v, (n, t), generator=g)
-    mask = torch.zeros(n, t)
-    mask[0, 1] = mask[1, 0] = mask[1, 4] = 1.0
-    w_emb, pos = torch.randn(v, d, generator=g), 0.5 * torch.randn(t, d, generator=g)
-    blocks = torch.randn(1, 6, d, d, generator=g) / math.sqrt(d)
-    forward = dict(input_ids=ids, mask_indicator=mask, w_emb=w_emb, pos_embed=pos, blocks_weights=blocks, num_heads=2)
-    bare = dict(forward, mask_indicator=torch.ones(n, t), pos_embed=torch.zeros(t, d),
-                blocks_weights=torch.zeros(0, 6, d, d))
-    numpy = lambda args: {k: (a.numpy() if isinstance(a, torch.Tensor) else a) for k, a in args.items()}
-    return {
-        "layer_norm": {"x": torch.linspace(-1.0, 2.0, 12).reshape(1, 3, 4).numpy()},
-        "gelu_tanh": {"x": torch.linspace(-3.0, 3.0, 13).numpy()},
-        "multi_head_attention": {"x": x.numpy(), **dict(zip(("w_q", "w_k", "w_v", "w_o"), w.numpy())), "num_heads": 2},
-        "forward": numpy(forward),
-        "bare": numpy(bare),
-    }
+# A gradient is known along random directions, by central differences of the reference:
+# their step, how many directions, and the relative tolerance along each.
+GRADIENT_STEP, GRADIENT_DIRECTIONS, GRADIENT_RTOL = 1e-5, 3, 1e-3
 
 
 # ---------------------------------------------------------------- values, within a tolerance of the case's scale
@@ -129,30 +107,8 @@ def values_judge(symptoms, tol, eps_finding=None):
     return judge
 
 
-# ---------------------------------------------------------------- what the code may not do
+# ---------------------------------------------------------------- an item: its code, its result's type, its values
 
-LAYER_NORM, GELU, ATTENTION = "mlm.forbidden_layer_norm", "mlm.forbidden_gelu", "mlm.forbidden_attention"
-# Attribute names (through any module or alias) of the built-ins the text forbids, and
-# the finding each one gets.
-FORBIDDEN_NAMES = {
-    **dict.fromkeys(("layer_norm", "native_layer_norm", "LayerNorm"), LAYER_NORM),
-    **dict.fromkeys(("gelu", "GELU"), GELU),
-    **dict.fromkeys(("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward",
-                     "_native_multi_head_attention", "TransformerEncoderLayer", "TransformerEncoder",
-                     "_transformer_encoder_layer_fwd"), ATTENTION),
-}
-# ATen operations they dispatch, whatever name reached them (F.layer_norm and
-# torch.ops.aten.layer_norm both run aten.native_layer_norm).
-FORBIDDEN_OPS = {
-    "aten.native_layer_norm": LAYER_NORM, "aten.layer_norm": LAYER_NORM, "aten.gelu": GELU,
-    "aten._native_multi_head_attention": ATTENTION, "aten._transformer_encoder_layer_fwd": ATTENTION,
-}
-# In the kernel, a forbidden built-in raises naming itself (probe.py).
-FORBIDDEN = (
-    ErrorPattern("mlm.forbidden_attention", r"ForbiddenFunctionError", r"attention|transformer"),
-    ErrorPattern("mlm.forbidden_layer_norm", r"ForbiddenFunctionError", r"layer_?norm"),
-    ErrorPattern("mlm.forbidden_gelu", r"ForbiddenFunctionError", r"gelu"),
-)
 TENSOR_TYPES = ("Tensor", "Parameter")
 FLOAT32 = "torch.float32"  # every input is float32 (the ids int64), and so is every result
 RETURNS_TENSOR = Promise("returns one float32 tensor", "the probe sends the result's type and raw dtype: "
@@ -163,110 +119,6 @@ WHOLE_TENSORS = Promise("Work on whole tensors: no Python loop over heads or pos
                         "at two sizes of each dimension, may not grow with it (mlm.cost_grows, or "
                         "mlm.python_loop with the loop's line when the source shows it)",
                         keys=("mlm.cost_grows", "mlm.python_loop"))
-
-
-def _bound_to_forbidden(globals_: dict) -> dict[str, str]:
-    """Global names bound to a forbidden built-in of torch (``g`` after ``... import gelu as g``)."""
-    found = {}
-    for name, what in (globals_ or {}).items():
-        if isinstance(what, dict) and str(what.get("module", "")).startswith("torch") \
-                and what.get("name") in FORBIDDEN_NAMES and what.get("type") != "module":
-            found[name] = what["name"]
-    return found
-
-
-def _loop_allowances(code: dict, root: str, blocks: str | None) -> dict[str, set[str]]:
-    """Per function, the names whose loops are allowed: in the forward pass its blocks
-    parameter, and in a helper (of the notebook, or nested) the parameters that receive
-    the blocks."""
-    allowed = {name: set() for name in code}
-    if blocks is None or root not in code:
-        return allowed
-    allowed[root] = {blocks}
-    params = {name: source_checks.parameters(facts.get("source")) for name, facts in code.items()}
-    for _ in range(len(code) + 1):
-        for name, facts in code.items():
-            source = facts.get("source")
-            nested = source_checks.defined_functions(source)
-            for callee, received in source_checks.calls_with(source, {**params, **nested}, allowed[name]).items():
-                allowed[name if callee in nested else callee] |= received
-    return allowed
-
-
-def code_finding(value: dict) -> Finding | None:
-    """A forbidden built-in in the code, named with its line; else a forbidden
-    operation in what the call dispatched."""
-    code = value.get("code") or {}
-    for name, facts in code.items():
-        for use in source_checks.forbidden_uses(facts.get("source"), name, FORBIDDEN_NAMES,
-                                                _bound_to_forbidden(facts.get("globals"))):
-            key, spelling = use.what.split("|", 1)
-            return Finding(key, {"message": spelling, "line": use.where})
-    for op in value.get("ops") or ():
-        key = FORBIDDEN_OPS.get(op) or (ATTENTION if str(op).startswith("aten._scaled_dot_product") else None)
-        if key:
-            return Finding(key, {"message": op})
-    return None
-
-
-# ---------------------------------------------------------------- what the code may cost
-
-# "No Python loop over heads or positions" is judged by what a loop costs: the number of
-# ATen operations one call dispatches, counted in the kernel at a base size and with one
-# dimension grown at a time.  Whole-tensor code dispatches as many at every size; a loop
-# over heads, positions or masked rows dispatches at least one more per extra one,
-# however it is spelled (for, a comprehension, map, filter, reduce, recursion).  A loop
-# over a fixed handful (q, k, v; a block's six matrices; the blocks, whose number stays
-# the same) costs the same at every size and passes.  The source is read only to name
-# the line of the loop.
-COST = "mlm.case_cost"
-# The gradient cases (the tie's in mlm_forward_tied, the inputs' in multi_head_attention).
-GRADIENT, ATTENTION_GRADIENT = "mlm.case_gradient", "mlm.case_attention_gradient"
-GRADIENT_STEP, GRADIENT_DIRECTIONS, GRADIENT_RTOL = 1e-5, 3, 1e-3
-SIZE_NAMES = {"n": "N", "t": "T", "h": "heads", "m": "M"}  # as the cost case's label shows them
-DIMENSIONS = {"heads": "mlm.dimension_heads", "positions": "mlm.dimension_positions",
-              "batch": "mlm.dimension_batch", "masked": "mlm.dimension_masked"}
-
-
-def cost_case(make, base: dict[str, int], grown: dict[str, tuple[str, int]]) -> Case:
-    """The cost case: ``make(**sizes)`` at ``base``, then with one size grown at a time
-    (``grown``: dimension -> (size, larger value))."""
-    variants = [make(**base)] + [make(**{**base, size: big}) for size, big in grown.values()]
-    dims = [[dim, base[size], big] for dim, (size, big) in grown.items()]
-    shown = ", ".join(f"{SIZE_NAMES[size]} {base[size]} → {big}" for size, big in grown.values())
-    return Case(COST, {"variants": variants, "dims": dims}, shown={"shape": shown})
-
-
-def _loop_line(item: str, value: dict, loops_over_blocks: bool):
-    """The first loop of the code that is not over a fixed handful (or the blocks), to name its line."""
-    code = value.get("code") or {}
-    root_source = (code.get(item) or {}).get("source")
-    blocks = (source_checks.parameters(root_source)[4:5] or [None])[0] if loops_over_blocks else None
-    allowed = _loop_allowances(code, item, blocks)
-    for name, facts in code.items():
-        found = source_checks.loops(facts.get("source"), name, allowed[name])
-        if found:
-            return found[0]
-    return None
-
-
-def cost_finding(item: str, case: Case, value: dict, loops_over_blocks: bool) -> Finding | None:
-    """The first dimension whose growth makes the call dispatch more operations: as
-    many more as the dimension grew, or more (one operation or more per extra head,
-    position or masked row)."""
-    counts, dims = value.get("counts"), case.args["dims"]
-    if not isinstance(counts, list) or len(counts) != len(dims) + 1 or not all(type(c) is int for c in counts):
-        return Finding("common.malformed_record")
-    for (dim, small, big), count in zip(dims, counts[1:]):
-        if count - counts[0] >= big - small:
-            params = {"dimension_key": DIMENSIONS[dim], "small": small, "big": big,
-                      "count_small": counts[0], "count_big": count}
-            loop = _loop_line(item, value, loops_over_blocks)
-            if loop is None:
-                return Finding("mlm.cost_grows", params)
-            key = "mlm.python_loop_forward" if loops_over_blocks else "mlm.python_loop"
-            return Finding(key, {**params, "function": loop.function, "line": loop.where})
-    return None
 
 
 def checked(item: str, judge_values, loops_over_blocks: bool = False, judge_gradient=None):
@@ -307,49 +159,6 @@ def exercise(name: str, points: int, promises, cases, reference, judge_values, c
 # ---------------------------------------------------------------- layer_norm(x, eps=1e-5)
 
 LN_TOL = dict(rtol=1e-4, atol=1e-4)
-
-
-def layer_norm_ref(x, eps=EPS, unbiased=False, eps_outside=False):
-    x = np.asarray(x, np.float64)
-    mean = x.mean(-1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):  # the mistakes may divide 0 by 0, as the student's code did
-        var = x.var(-1, ddof=1 if unbiased else 0, keepdims=True)
-        if eps_outside:  # (x - mean) / (std + eps)
-            return (x - mean) / (np.sqrt(var) + eps)
-        return (x - mean) / np.sqrt(var + eps)
-
-
-def ln_cases() -> list[Case]:
-    rng = hidden_rng("05_mlm/layer_norm")
-    public = notebook_examples()["layer_norm"]["x"]
-    found = [Case("case.worked_example", {"x": public}, True, {"shape": _sizes(public)})]
-    # First the case that tells the eps mistakes apart: a variance near eps, and one
-    # constant row, where no eps divides 0 by 0 and a tiny eps gives 0.
-    small = _normal(rng, (2, 8, 32), 3e-3)
-    small[1, 3] = 0.25
-    found.append(Case("mlm.case_small_variance", {"x": small, "eps": None}, shown={"shape": _sizes(small)}))
-    shapes = (
-        # x, eps (None: the default)
-        (_normal(rng, (2, 5, 2), 1.0), None),       # two features
-        (_normal(rng, (7, 5), 1.0), None),          # 2-D
-        (_normal(rng, (16,), 1.0), None),           # 1-D: "a tensor of any shape"
-        (_normal(rng, (2, 3, 4, 8), 1.0), None),    # 4-D
-        (_normal(rng, (5, 1), 1.0), None),          # one feature: all zeros
-        (_normal(rng, (3, 6, 16), 0.5), 0.1),       # the eps argument is used
-        (_normal(rng, (3, 6, 16), 0.01), 1e-12),    # BERT's eps, passed in: right here
-        (10.0 + _normal(rng, (4, 64, 128), 3.0), None),  # offset and spread
-    )
-    for x, eps in shapes:
-        shown = _sizes(x) if eps is None else f"{_sizes(x)}, eps={eps:g}"
-        found.append(Case("case.hidden", {"x": x, "eps": eps}, shown={"shape": shown}))
-    return found
-
-
-def tensor_cost(item: str):
-    """The cost case of a function of one tensor x (N, T, 8): positions and batch grown."""
-    rng = hidden_rng(f"05_mlm/{item}/cost")
-    return cost_case(lambda n, t: {"x": _normal(rng, (n, t, 8), 1.0)}, {"n": 2, "t": 4},
-                     {"positions": ("t", 12), "batch": ("n", 6)})
 
 
 def _ln_reference(x, eps=None, **switches):
@@ -394,26 +203,6 @@ LAYER_NORM_ITEM = exercise(
 # ---------------------------------------------------------------- gelu_tanh(x)
 
 GELU_TOL = dict(rtol=1e-5, atol=1e-6)
-_ERF = np.vectorize(math.erf, otypes=[np.float64])
-
-
-def gelu_ref(x, exact=False):
-    x = np.asarray(x, np.float64)
-    if exact:
-        return 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0)))
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
-
-
-def gelu_cases() -> list[Case]:
-    rng = hidden_rng("05_mlm/gelu_tanh")
-    public = notebook_examples()["gelu_tanh"]["x"]
-    wide = np.concatenate([np.linspace(-30, 30, 61), [-100.0, 100.0]]).astype(np.float32).reshape(-1, 1)
-    return [
-        Case("case.worked_example", {"x": public}, True, {"shape": _sizes(public)}),
-        Case("case.hidden", {"x": _normal(rng, (4, 64, 128), 3.0)}, shown={"shape": "x: (4, 64, 128), std 3"}),
-        Case("case.hidden", {"x": wide}, shown={"shape": "x: (63, 1), |x| ≤ 100"}),
-        Case("case.hidden", {"x": _normal(rng, (2, 3, 4, 5), 2.0)}, shown={"shape": "x: (2, 3, 4, 5)"}),
-    ]
 
 
 GELU_ITEM = exercise(
@@ -437,72 +226,6 @@ GELU_ITEM = exercise(
 # --------------------------------------------------------------- multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads)
 
 MHA_TOL = dict(rtol=1e-4, atol=1e-4)
-LAYOUTS = ("heads", "flat", "interleaved")
-# (N, T, d, heads) of the hidden attention cases, to d_head = 1 and T = 64.
-MHA_SHAPES = ((1, 1, 4, 1), (2, 6, 12, 3), (3, 9, 16, 8), (2, 5, 6, 6), (4, 64, 128, 8), (1, 7, 8, 1))
-
-
-def _split(h, heads, layout):
-    """(N, T, d) -> (N, H, T, d_head): the right way ("heads") and two wrong ones."""
-    n, t, d = h.shape
-    if layout == "heads":  # each head owns a contiguous slice of the features
-        return h.reshape(n, t, heads, d // heads).transpose(0, 2, 1, 3)
-    if layout == "flat":  # reshape straight to (N, H, T, d_head): mixes positions
-        return h.reshape(n, heads, t, d // heads)
-    return h.reshape(n, t, d // heads, heads).transpose(0, 3, 1, 2)  # strided features
-
-
-def _merge(o, layout):
-    """(N, H, T, d_head) -> (N, T, d), the inverse of ``_split`` for the same layout."""
-    n, heads, t, dh = o.shape
-    if layout == "heads":
-        return o.transpose(0, 2, 1, 3).reshape(n, t, heads * dh)
-    if layout == "flat":
-        return o.reshape(n, t, heads * dh)
-    return o.transpose(0, 2, 3, 1).reshape(n, t, heads * dh)
-
-
-def mha_ref(x, w_q, w_k, w_v, w_o, num_heads, causal=False, scale=True, softmax_axis=-1,
-            split="heads", merge="heads"):
-    x = np.asarray(x, np.float64)
-    heads = int(num_heads)
-    q, k, v = (_split(x @ np.asarray(w, np.float64), heads, split) for w in (w_q, w_k, w_v))
-    scores = q @ k.transpose(0, 1, 3, 2)
-    if scale:
-        scores = scores / math.sqrt(x.shape[-1] // heads)
-    if causal:
-        t = x.shape[1]
-        scores = np.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
-    return _merge(softmax(scores, softmax_axis) @ v, merge) @ np.asarray(w_o, np.float64)
-
-
-def _mha_shape(n, t, d, heads) -> str:
-    return f"N={n}, T={t}, d_model={d}, heads={heads}"
-
-
-def mha_cases() -> list[Case]:
-    public = notebook_examples()["multi_head_attention"]
-    found = [Case("case.worked_example", public, True, {"shape": _mha_shape(2, 4, 8, 2)})]
-    rng = hidden_rng("05_mlm/multi_head_attention")
-    for n, t, d, heads in MHA_SHAPES:
-        weights = {k: _normal(rng, (d, d), d**-0.5) for k in ("w_q", "w_k", "w_v", "w_o")}
-        args = {"x": _normal(rng, (n, t, d), 1.0), **weights, "num_heads": heads}
-        # Queries and keys a little larger than 1/sqrt(d) make the scores spread,
-        # so that a missing scale or a wrong softmax axis moves the result visibly.
-        args["w_q"] *= 2.0
-        args["w_k"] *= 2.0
-        found.append(Case("case.hidden", args, shown={"shape": _mha_shape(n, t, d, heads)}))
-    return found
-
-
-def mha_cost() -> Case:
-    """Heads (d_model 16), positions and batch grown."""
-    rng = hidden_rng("05_mlm/multi_head_attention/cost")
-
-    def make(n, t, h):
-        return {"x": _normal(rng, (n, t, 16), 1.0), **{k: _normal(rng, (16, 16), 0.25) for k in
-                ("w_q", "w_k", "w_v", "w_o")}, "num_heads": h}
-    return cost_case(make, {"n": 2, "t": 4, "h": 2}, {"heads": ("h", 8), "positions": ("t", 12), "batch": ("n", 6)})
 
 
 def _any_wrong_split(reference, tol):
@@ -528,18 +251,6 @@ def attention_symptoms(reference, tol) -> tuple[Symptom, ...]:
 # sum(out * C) leaves in x and in each weight (C a fixed random cotangent); the grader
 # knows each one along fixed random directions, by central differences of the
 # reference in float64, and names every input whose gradient is missing or wrong.
-ATTENTION_INPUTS = ("x", "w_q", "w_k", "w_v", "w_o")
-ATTENTION_GRADIENT_SHAPE = (2, 5, 8, 2)
-
-
-def attention_gradient_case() -> Case:
-    rng = hidden_rng("05_mlm/multi_head_attention/gradient")
-    n, t, d, heads = ATTENTION_GRADIENT_SHAPE
-    args = {"x": _normal(rng, (n, t, d), 1.0), **{k: _normal(rng, (d, d), 2 * d**-0.5) for k in ATTENTION_INPUTS[1:]},
-            "num_heads": heads, "cotangent": _normal(rng, (n, t, d), 1.0)}
-    return Case(ATTENTION_GRADIENT, args, shown={"shape": _mha_shape(n, t, d, heads)})
-
-
 def attention_reference(case: Case):
     """The output; on the gradient case also, for each input, the gradient of
     sum(out * C) along each of its directions."""
@@ -614,91 +325,6 @@ ATTENTION_ITEM = exercise(
 # -------------------------------------------------------------- mlm_forward_tied(input_ids, mask_indicator, w_emb, ...)
 
 FORWARD_TOL = dict(rtol=1e-5, atol=1e-5)
-# (N, T, V, d, heads, blocks, mask) of the hidden forward cases.
-# mask: "some" (at least one masked, at least one not), "none" or "all".
-FORWARD_SHAPES = (
-    (1, 1, 7, 4, 1, 0, "all"),
-    (2, 6, 20, 8, 2, 2, "none"),
-    (2, 8, 40, 16, 4, 0, "some"),
-    (3, 10, 50, 16, 4, 1, "some"),
-    (1, 4, 6, 16, 2, 1, "some"),  # V < d: the head still multiplies by w_emb.T
-    (2, 7, 30, 12, 3, 3, "all"),
-    (2, 16, 64, 32, 1, 2, "some"),
-    (4, 64, 200, 128, 8, 3, "some"),
-)
-# Embeddings this small put the blocks' LayerNorm inputs near eps, where its value matters.
-SMALL_EMBEDDINGS = (2, 6, 24, 16, 2, 2, "some")
-
-
-def forward_ref(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights, num_heads, post_ln=False,
-                unbiased=False, eps_outside=False, ln_eps=EPS, exact=False, gathered=True, head=None, **attention):
-    """The forward pass in float64; ``head``: the head's matrix, w_emb (the tie) by default."""
-    emb = np.asarray(w_emb, np.float64)
-    x = emb[np.asarray(input_ids, int)] + np.asarray(pos_embed, np.float64)
-    ln = lambda u: layer_norm_ref(u, ln_eps, unbiased=unbiased, eps_outside=eps_outside)
-    for w_q, w_k, w_v, w_o, w_1, w_2 in np.asarray(blocks_weights, np.float64):
-        attend = lambda u: mha_ref(u, w_q, w_k, w_v, w_o, num_heads, **attention)
-        ffn = lambda u: gelu_ref(u @ w_1, exact) @ w_2
-        if post_ln:
-            x = ln(x + attend(x))
-            x = ln(x + ffn(x))
-        else:
-            x = x + attend(ln(x))
-            x = x + ffn(ln(x))
-    logits = x @ (emb if head is None else np.asarray(head, np.float64)).T
-    return logits[np.asarray(mask_indicator) > 0.5] if gathered else logits
-
-
-def _mask(rng, n, t, kind):
-    if kind == "none":
-        return np.zeros((n, t), np.float32)
-    if kind == "all":
-        return np.ones((n, t), np.float32)
-    mask = (rng.random((n, t)) < 0.3).astype(np.float32)
-    mask.flat[0], mask.flat[-1] = 1.0, 0.0  # at least one of each
-    return mask
-
-
-def _forward_shape(args) -> str:
-    n, t = np.shape(args["input_ids"])
-    v, d = np.shape(args["w_emb"])
-    masked = int(np.sum(np.asarray(args["mask_indicator"]) > 0.5))
-    return (f"N={n}, T={t}, V={v}, d_model={d}, heads={args['num_heads']}, "
-            f"blocks={len(args['blocks_weights'])}, M={masked}")
-
-
-def _forward_args(rng, shape, emb_std=1.0, pos_std=0.5):
-    n, t, v, d, heads, blocks, kind = shape
-    packed = _normal(rng, (blocks, 6, d, d), d**-0.5)
-    packed[:, 4] *= 2.0  # spread the GELU inputs to where tanh and erf differ most
-    return dict(input_ids=rng.integers(0, v, (n, t)).astype(np.int64), mask_indicator=_mask(rng, n, t, kind),
-                w_emb=_normal(rng, (v, d), emb_std), pos_embed=_normal(rng, (t, d), pos_std),
-                blocks_weights=packed, num_heads=heads)
-
-
-def forward_cases() -> list[Case]:
-    examples = notebook_examples()
-    found = [Case("case.worked_example", args, True, {"shape": _forward_shape(args)})
-             for args in (examples["forward"], examples["bare"])]
-    rng = hidden_rng("05_mlm/mlm_forward_tied")
-    for shape in FORWARD_SHAPES:
-        args = _forward_args(rng, shape)
-        found.append(Case("case.hidden", args, shown={"shape": _forward_shape(args)}))
-    args = _forward_args(rng, SMALL_EMBEDDINGS, emb_std=2e-3, pos_std=2e-3)
-    found.append(Case("mlm.case_small_embeddings", args, shown={"shape": _forward_shape(args)}))
-    return found
-
-
-def forward_cost() -> Case:
-    """Heads, positions, batch and masked positions grown; one block at every size."""
-    rng = hidden_rng("05_mlm/mlm_forward_tied/cost")
-
-    def make(n, t, h, m):
-        args = _forward_args(rng, (n, t, 10, 16, h, 1, "none"))
-        args["mask_indicator"].flat[:m] = 1.0
-        return args
-    return cost_case(make, {"n": 2, "t": 4, "h": 2, "m": 2},
-                     {"heads": ("h", 8), "positions": ("t", 12), "batch": ("n", 6), "masked": ("m", 7)})
 
 
 def _separate_head(case, value, ref) -> bool:
@@ -727,15 +353,6 @@ def _forward_eps(case, value):
 # the lookup's along fixed random directions, by central differences of the forward
 # pass with the head held still: the student's gradient along each direction must be
 # the sum of the two.
-GRADIENT_SHAPE = (2, 5, 12, 8, 2, 1, "some")
-
-
-def gradient_case() -> Case:
-    rng = hidden_rng("05_mlm/mlm_forward_tied/gradient")
-    args = _forward_args(rng, GRADIENT_SHAPE)
-    masked = int(np.sum(args["mask_indicator"] > 0.5))
-    args["cotangent"] = _normal(rng, (masked, GRADIENT_SHAPE[2]), 1.0)
-    return Case(GRADIENT, args, shown={"shape": _forward_shape(args)})
 
 
 def forward_reference(case: Case):

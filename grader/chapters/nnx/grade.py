@@ -1,8 +1,8 @@
 """Chapter 02, Flax NNX: ``TiedEmbed``, ``tied_io_embed`` and ``tied_grad_paths``.
 
 The tied logits, the two paths of the gradient and the symptoms of a wrong lookup or
-projection are chapter 01's (``linen.py``): the matrix is the same, only its holder
-differs.  What the module's items share comes first, then one block per exercise, in
+projection are shared with chapter 01 (``tied_matrix``, imported as ``tied``): the matrix
+is the same, only its holder differs.  What the module's items share comes first, then one block per exercise, in
 the notebook's order, each ending with its ``Item``.
 """
 from __future__ import annotations
@@ -11,39 +11,13 @@ from functools import cache, partial
 
 import numpy as np
 
+import grader.chapters.tied_matrix as tied
 from grader.chapters.nnx.probe import reference_tiedembed
-from grader.chapters.tied_matrix import (
-    GRAD_SHAPES,
-    GRAD_TOL,
-    PUBLIC,
-    edge_ids,
-    embed_cases,
-    embed_sizes,
-    forward_cases,
-    forward_reference,
-    gradient_paths,
-    gradient_reference,
-    ids_of,
-    ids_promises,
-    init_std_finding,
-    judge_gradient,
-    judge_logits,
-    random_matrix,
-    shape_shown,
-    structure_cases,
-    tied_logits,
-    unblocked_promise,
-)
+from grader.comparisons import CONTAINERS, close, matches_reference, one_array
 from grader.drawing import extremes, hidden_rng
-from grader.pipeline.judge.items import CONTAINERS, close, matches_reference, one_array
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
-KEYS = dict(
-    transposed="nnx.product_transposed", missing_transpose="nnx.missing_transpose",
-    no_lookup="nnx.no_lookup", wrong_rows="nnx.wrong_rows", scaled="nnx.scaled",
-    grad_after_forward="nnx.grad_after_forward", grad_blocked="nnx.grad_blocked",
-    grad_lookup_blocked="nnx.grad_lookup_blocked", grad_head_blocked="nnx.grad_head_blocked",
-)
+KEYS = tied.symptom_keys("nnx")
 PROBED = ("kind", "params", "path", "logits")  # what the forward and gradient probes report
 
 
@@ -97,14 +71,12 @@ def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
         return Finding("nnx.param_in_submodule", {"name": paths[0]})
     if paths[0] != "embedding":
         return Finding("nnx.param_name", {"name": paths[0]})
-    if list(shapes[0]) != [v, d]:
-        return Finding("common.wrong_param_shape", {"got": tuple(shapes[0]), "expected": (v, d)})
     expected = 1.0 / np.sqrt(d)
-    return init_std_finding(values[0], v * d, expected, f"1/√{d} ≈ {expected:.4g}")
+    return tied.matrix_finding(shapes[0], values[0], case, expected, f"1/√{d} ≈ {expected:.4g}")
 
 
-TIEDEMBED_PARAMS = Item(
-    name="TiedEmbed.params", symbol="TiedEmbed", points=2, probe="tiedembed_structure",
+TIEDEMBED_PARAMS = tied.structure_item(
+    "TiedEmbed", "tiedembed_structure", judge_structure,
     promises=(
         Promise("built as TiedEmbed(vocab_size, d_model, rngs=nnx.Rngs(seed))",
                 "probe _build: V and D positional, rngs by keyword, as the notebook writes it"),
@@ -123,13 +95,12 @@ TIEDEMBED_PARAMS = Item(
         Promise("the worked example: nnx.state(model, nnx.Param) holds one (4, 3) entry",
                 "public case V=4, D=3, seed 0"),
     ),
-    cases=structure_cases, reference=lambda case: None, judge=judge_structure,
 )
 
 
 # ---------------------------------------------------------------- TiedEmbed.__call__(token_ids) -> logits (T, V)
 
-_judge_logits = judge_logits(KEYS, lambda case: case.args["embedding"], flat=False)
+_judge_logits = tied.judge_logits(KEYS, lambda case: case.args["embedding"], flat=False)
 
 
 def judge_forward(case: Case, value: dict, ref) -> Finding | None:
@@ -148,7 +119,7 @@ def judge_forward(case: Case, value: dict, ref) -> Finding | None:
 TIEDEMBED_CALL = Item(
     name="TiedEmbed.__call__", symbol="TiedEmbed", points=2, probe="tiedembed_forward",
     promises=(
-        *ids_promises("tiedembed_forward"),
+        *tied.ids_promises("tiedembed_forward"),
         Promise("returns logits of shape (T, V)", "common.wrong_shape; nnx.product_transposed; nnx.no_lookup; a "
                 "tuple, list or dict of rows is common.not_one_array, judged from the raw type",
                 keys=("common.wrong_shape", "nnx.product_transposed", "nnx.no_lookup", "common.not_one_array")),
@@ -160,8 +131,8 @@ TIEDEMBED_CALL = Item(
         Promise("values", "E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader into "
                 "self.embedding (or the module's only (V, D) Param: the forward pass is judged on its own)"),
     ),
-    cases=partial(forward_cases, "02_nnx/TiedEmbed.__call__", reference_embedding),
-    reference=forward_reference,
+    cases=partial(tied.forward_cases, "02_nnx/TiedEmbed.__call__", reference_embedding),
+    reference=tied.forward_reference,
     judge=judge_forward,
 )
 
@@ -189,10 +160,10 @@ def _grad_inputs(name: str) -> list[tuple[dict, dict]]:
     rng = hidden_rng(name)
     v, d = GRAD_PUBLIC["vocab_size"], GRAD_PUBLIC["d_model"]
     found = [(dict(embedding=worked_matrix(), token_ids=GRAD_PUBLIC["token_ids"], targets=GRAD_PUBLIC["targets"]),
-              shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, D=d))]
-    for t, v, d in GRAD_SHAPES:
-        found.append((dict(embedding=random_matrix(rng, v, d), token_ids=edge_ids(rng, t, v),
-                           targets=[int(i) for i in rng.integers(0, v, size=t)]), shape_shown(T=t, V=v, D=d)))
+              tied.shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, D=d))]
+    for t, v, d in tied.GRAD_SHAPES:
+        found.append((dict(embedding=tied.random_matrix(rng, v, d), token_ids=tied.edge_ids(rng, t, v),
+                           targets=[int(i) for i in rng.integers(0, v, size=t)]), tied.shape_shown(T=t, V=v, D=d)))
     return found
 
 
@@ -205,7 +176,7 @@ def gradient_cases() -> list[Case]:
     return found
 
 
-_judge_gradient = judge_gradient(KEYS)
+_judge_gradient = tied.judge_gradient(KEYS)
 
 
 def judge_model_gradient(case: Case, value: dict, ref: dict) -> Finding | None:
@@ -224,20 +195,19 @@ def judge_model_gradient(case: Case, value: dict, ref: dict) -> Finding | None:
 TIEDEMBED_GRADIENT = Item(
     name="TiedEmbed.gradient", symbol="TiedEmbed", points=2, probe="tiedembed_gradient",
     promises=(
-        Promise("the matrix is the one parameter nnx.grad trains: its gradient is the sum of the lookup path and "
-                "the projection path",
-                "probe tiedembed_gradient takes nnx.grad of the mean cross-entropy through the student's module and "
-                "sends the raw gradient of the matrix; judge_gradient compares with gradient_paths (float64) within "
-                "rtol=1e-4, atol=1e-6", keys=("nnx.grad_after_forward",)),
-        unblocked_promise("nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)", KEYS, "nnx.grad_numpy",
-                          ("when nnx.grad gives the matrix nothing", "nnx.grad_not_a_param"),
-                          ("for logits returned as a tuple, list or dict of rows", "common.not_one_array")),
+        *tied.gradient_promises("the matrix is the one parameter nnx.grad trains: its gradient is the sum of the "
+                                "lookup path and the projection path",
+                                "probe tiedembed_gradient takes nnx.grad of the mean cross-entropy through the "
+                                "student's module, of the matrix", KEYS, "nnx.grad_numpy",
+                                ("when nnx.grad gives the matrix nothing", "nnx.grad_not_a_param"),
+                                ("for logits returned as a tuple, list or dict of rows", "common.not_one_array"),
+                                unblocked="nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)"),
         Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
                 "public case: the same matrix, ids and targets"),
         Promise("1 to 64 ids, V up to 512, D up to 256",
                 "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
     ),
-    cases=gradient_cases, reference=gradient_reference, judge=judge_model_gradient,
+    cases=gradient_cases, reference=tied.gradient_reference, judge=judge_model_gradient,
     errors=(ErrorPattern("nnx.grad_numpy", r"TracerArrayConversionError"),),
 )
 
@@ -248,9 +218,9 @@ DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarnin
 
 
 def warnings_cases() -> list[Case]:
-    t, v, d = len(PUBLIC["token_ids"]), PUBLIC["vocab_size"], PUBLIC["d_model"]
-    return [Case("case.worked_example", {"vocab_size": v, "d_model": d, "token_ids": PUBLIC["token_ids"]}, True,
-                 shape_shown(T=t, V=v, D=d))]
+    t, v, d = len(tied.PUBLIC["token_ids"]), tied.PUBLIC["vocab_size"], tied.PUBLIC["d_model"]
+    return [Case("case.worked_example", {"vocab_size": v, "d_model": d, "token_ids": tied.PUBLIC["token_ids"]}, True,
+                 tied.shape_shown(T=t, V=v, D=d))]
 
 
 def judge_warnings(case: Case, caught: list, _ref) -> Finding | None:
@@ -284,47 +254,23 @@ TIEDEMBED_WARNINGS = Item(
 EMBED_TOL = dict(rtol=1e-5, atol=1e-5)
 
 
-def reference_embed(seed, ids, vocab_size, d_model) -> np.ndarray:
-    return tied_logits(reference_embedding(seed, vocab_size, d_model), ids).reshape(-1)
-
-
-def judge_embed(case: Case, value, ref) -> Finding | None:
-    seed, v, d = embed_sizes(case)
-    finding = judge_logits(KEYS, lambda c: reference_embedding(seed, v, d), flat=True, tol=EMBED_TOL,
-                           dtype="float32")(case, value, ref)
-    if finding is None or finding.key not in ("common.wrong_values", "nnx.scaled"):
-        return finding
-    if d > 1 and close(value, d * ref, rtol=1e-4, atol=1e-4):  # the normal draw was not divided by sqrt(D)
+def init_scale(case: Case, value, ref, finding: Finding) -> Finding | None:
+    """The normal draw not divided by sqrt(D): every logit D times too large."""
+    d = tied.embed_sizes(case)[2]
+    if d > 1 and close(value, d * ref, rtol=1e-4, atol=1e-4):
         return Finding("nnx.init_scale", finding.params)
-    if seed != 0 and close(value, reference_embed(0, ids_of(case), v, d), **EMBED_TOL):
-        return Finding("nnx.ignores_seed", finding.params)
-    return finding
+    return None
 
 
-TIED_IO_EMBED = Item(
-    name="tied_io_embed", points=2, probe="call_alone",
-    stands_on="TiedEmbed",
-    promises=(
-        Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
-                "every case sends floats, the ids a float32 array; called positionally (no defaults)"),
-        Promise("cast V and D to int", "FLOAT_SIZES: nnx.float_sizes", keys=("nnx.float_sizes",)),
-        Promise("and the ids to jnp.int32", "FLOAT_IDS: nnx.float_ids", keys=("nnx.float_ids",)),
-        Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden seed "
-                "(all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: nnx.float_seed; "
-                "probe call_alone runs it with the reference TiedEmbed, so TiedEmbed's mistakes stay TiedEmbed's",
-                keys=("nnx.ignores_seed", "nnx.init_scale", "nnx.float_seed")),
-        Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied",
-                keys=("common.untied",)),
-        Promise("return the logits flattened to shape (T·V,) with .reshape(-1)", "common.not_flattened when the "
-                "(T, V) array is right; a tuple, list or dict is common.not_one_array, judged from the raw type "
-                "(probe call_alone)", keys=("common.not_flattened", "common.not_one_array")),
-        Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
-                "(common.wrong_dtype)", keys=("common.wrong_dtype",)),
-        Promise("1 to 64 ids, V up to 512, D up to 256", "hidden cases as for __call__"),
-    ),
-    cases=partial(embed_cases, "02_nnx/tied_io_embed"),
-    reference=lambda case: reference_embed(embed_sizes(case)[0], ids_of(case), *embed_sizes(case)[1:]),
-    judge=one_array(judge_embed),
+TIED_IO_EMBED = tied.embed_item(
+    "02_nnx", "nnx", points=2, stands_on="TiedEmbed", drawn=reference_embedding, tol=EMBED_TOL,
+    build=Promise("build TiedEmbed with nnx.Rngs(int(seed))", "values equal the reference's draw for each hidden "
+                  "seed (all >= 1): nnx.ignores_seed; nnx.init_scale for an undivided draw; FLOAT_SEED: "
+                  "nnx.float_seed; probe call_alone runs it with the reference TiedEmbed, so TiedEmbed's mistakes "
+                  "stay TiedEmbed's", keys=("nnx.ignores_seed", "nnx.init_scale", "nnx.float_seed")),
+    apply=Promise("call it", "the symptoms of __call__ on the reference's matrix for the seed; common.untied",
+                  keys=("common.untied",)),
+    retried=("common.wrong_values", "nnx.scaled"), also=init_scale,
 )
 
 
@@ -339,7 +285,7 @@ def grad_cases() -> list[Case]:
 
 
 def _paths(case: Case):
-    return gradient_paths(*case.args["args"])
+    return tied.gradient_paths(*case.args["args"])
 
 
 # The symptoms compare with the two reference paths, ``ref``.
@@ -349,34 +295,34 @@ def _grad_not_stacked(case: Case, value, ref) -> bool:
 
 
 def _grad_swapped(case: Case, value, ref) -> bool:
-    return np.shape(value) == ref.shape and close(value[::-1], ref, **GRAD_TOL)
+    return np.shape(value) == ref.shape and close(value[::-1], ref, **tied.GRAD_TOL)
 
 
 def _grad_total(case: Case, value, ref) -> bool:
     total = ref[0] + ref[1]
-    return np.shape(value) == ref.shape and any(close(value[k], total, **GRAD_TOL) for k in (0, 1))
+    return np.shape(value) == ref.shape and any(close(value[k], total, **tied.GRAD_TOL) for k in (0, 1))
 
 
 def _grad_sum_not_mean(case: Case, value, ref) -> bool:
     t = len(case.args["args"][1])
-    return t > 1 and np.shape(value) == ref.shape and close(value, t * ref, **GRAD_TOL)
+    return t > 1 and np.shape(value) == ref.shape and close(value, t * ref, **tied.GRAD_TOL)
 
 
 def _grad_set_not_add(case: Case, value, ref) -> bool:
     """Projection path right; lookup path right on tokens seen once, wrong on repeated ones."""
-    if np.shape(value) != ref.shape or not close(value[1], ref[1], **GRAD_TOL):
+    if np.shape(value) != ref.shape or not close(value[1], ref[1], **tied.GRAD_TOL):
         return False
     ids, counts = np.unique(case.args["args"][1], return_counts=True)
     once, repeated = ids[counts == 1], ids[counts > 1]
-    return (len(repeated) > 0 and close(value[0][once], ref[0][once], **GRAD_TOL)
-            and not close(value[0][repeated], ref[0][repeated], **GRAD_TOL))
+    return (len(repeated) > 0 and close(value[0][once], ref[0][once], **tied.GRAD_TOL)
+            and not close(value[0][repeated], ref[0][repeated], **tied.GRAD_TOL))
 
 
 def _grad_slot_zero(slot: int):
     """One path right, the other all zeros: something stopped the gradient on that path."""
 
     def test(case: Case, value, ref) -> bool:
-        return (np.shape(value) == ref.shape and close(value[1 - slot], ref[1 - slot], **GRAD_TOL)
+        return (np.shape(value) == ref.shape and close(value[1 - slot], ref[1 - slot], **tied.GRAD_TOL)
                 and not np.any(np.asarray(value[slot])))
 
     return test
@@ -412,7 +358,7 @@ TIED_GRAD_PATHS = Item(
         Symptom("nnx.grad_set_not_add", _grad_set_not_add),
         Symptom("nnx.grad_lookup_zero", _grad_slot_zero(0)),
         Symptom("nnx.grad_head_zero", _grad_slot_zero(1)),
-    ), **GRAD_TOL), key="nnx.grad_not_stacked"),
+    ), **tied.GRAD_TOL), key="nnx.grad_not_stacked"),
 )
 
 

@@ -6,7 +6,7 @@ from functools import cache
 import numpy as np
 
 from grader.kernel.jax_tools import mean_cross_entropy, path_name
-from grader.kernel.runtime import clip, lookup, raw_values, standing_in, typed_call
+from grader.kernel.runtime import clip, lookup, raw_values, typed_call_standing_in
 
 # Warnings that announce an API on its way out; the judge decides which matter.
 _DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
@@ -32,10 +32,8 @@ def reference_tiedembed():
 
 
 def call_alone(ns, fn, args):
-    """``typed_call`` with the reference ``TiedEmbed`` in place of the notebook's: ``tied_io_embed``
-    is judged on its own code, and a mistake in ``TiedEmbed`` is ``TiedEmbed``'s items' to report."""
-    with standing_in(ns, {"TiedEmbed": reference_tiedembed()}):
-        return typed_call(ns, fn, args)
+    """``tied_io_embed``, called with the reference ``TiedEmbed`` (``typed_call_standing_in``)."""
+    return typed_call_standing_in(ns, fn, args, {"TiedEmbed": reference_tiedembed()})
 
 
 def _build(ns, vocab_size, d_model, seed):

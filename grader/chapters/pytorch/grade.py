@@ -1,8 +1,10 @@
 """Chapter 03, PyTorch: ``tie_weights``, ``TinyLM`` and ``tied_logits``.
 
 The probes (``probe.py``) build the modules in the student's kernel and report
-identities, data pointers, shapes, values and gradients; every comparison is here.
-One block per exercise, in the notebook's order, each ending with its ``Item``.
+identities, data pointers, shapes, values and gradients; every comparison is in the
+grader: what the identities say about a tie in ``identities.py``, the rest here.  The
+cases are drawn in ``cases.py``.  One block per exercise, in the notebook's order, each
+ending with its ``Item``.
 """
 from __future__ import annotations
 
@@ -10,11 +12,20 @@ import re
 
 import numpy as np
 
-from grader.drawing import hidden_rng, token_ids
-from grader.pipeline.judge.items import as_numbers, close, compare_arrays, describe_shape, matches_reference
+from grader.chapters.pytorch.cases import (
+    CHAPTER_ID,
+    DEFAULT_LAYERS,
+    forward_cases,
+    grad_cases,
+    logits_cases,
+    refused_cases,
+    structure_cases,
+    tie_cases,
+)
+from grader.chapters.pytorch.identities import distinct, same_object, untied_finding
+from grader.comparisons import as_numbers, close, compare_arrays, describe_shape, matches_reference
 from grader.registry import Case, Chapter, ErrorPattern, Finding, Item, Promise, Symptom
 
-CHAPTER_ID = "03_pytorch"
 RTOL = 1e-4
 # What torch says when a matrix product's shapes do not line up.
 SHAPES_DONT_MULTIPLY = r"mat1 and mat2 shapes cannot be multiplied|size mismatch"
@@ -22,11 +33,6 @@ SHAPES_DONT_MULTIPLY = r"mat1 and mat2 shapes cannot be multiplied|size mismatch
 # matrix product, so never the transpose diagnosis.
 BROADCAST = ErrorPattern("pytorch.broadcast", r"RuntimeError",
                          r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\) at non-singleton")
-
-
-def _matrix(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
-    """Entries of std cols^(-1/4): a product over cols of two such factors is O(1)."""
-    return rng.normal(0.0, cols ** -0.25, (rows, cols)).astype(np.float32)
 
 
 def _scaled_atol(ref) -> float:
@@ -38,66 +44,7 @@ def _f64(x) -> np.ndarray:
     return np.asarray(x, np.float64)
 
 
-def _case(n: int, args: dict, shape: str, public: int = 1, visibility: str = "") -> Case:
-    """The n-th case of an item: the first ``public`` are worked examples, the rest hidden."""
-    return Case("case.worked_example" if n < public else "case.hidden", args, public=n < public,
-                shown={"shape": shape}, visibility=visibility)
-
-
-# ------------------------------------------------ a head tied to the embedding: what the identities the kernel sent say
-
-def _is_transposed_view(facts: dict, v: int, d: int) -> bool:
-    if list(facts["head_shape"]) != [d, v]:
-        return False
-    return v != d or list(facts["head_stride"]) == list(reversed(facts["embed_stride"]))
-
-
-def _same_object(facts: dict) -> bool:
-    """Whether the head holds the embedding's Parameter itself, from the identities the
-    kernel sent: the comparison is made here, where the notebook's code cannot reach."""
-    return facts["head_id"] == facts["embed_id"]
-
-
-def _distinct(numbers: list) -> int:
-    """How many different identities (or pointers) the kernel sent."""
-    return len(set(numbers))
-
-
-def _untied_finding(facts: dict, v: int, d: int, copied: bool, transposed: bool = False) -> Finding:
-    """Why the head's weight is not the embedding's (V, d) Parameter, as far as the facts
-    tell; ``copied`` and ``transposed``: it holds the embedding's values, or their transpose."""
-    same_memory = facts["head_ptr"] == facts["embed_ptr"]
-    if same_memory and _is_transposed_view(facts, v, d):
-        return Finding("pytorch.transposed")
-    if same_memory:  # nn.Parameter(weight) shares the version counter, a .data alias does not
-        return Finding("pytorch.new_parameter" if facts["version_bump"] else "pytorch.data_alias")
-    if copied:
-        return Finding("pytorch.copied")
-    return Finding("pytorch.transposed" if transposed else "pytorch.not_tied")
-
-
 # ---------------------------------------------------------------- tie_weights(embedding, lm_head): ties in place
-
-# (V, d, bias, leading shape of the hidden vectors fed to the head); V = 1 and V = 1000
-# are the edges of the promise, and on Gradescope what fails there waits for the due date
-TIE_SHAPES = ((6, 4, False, (2,)), (5, 5, True, (3,)), (20, 8, True, (2, 3)), (3, 7, False, (4,)),
-              (1, 3, True, (2,)), (1000, 64, True, (4,)))
-
-
-def tie_cases() -> list[Case]:
-    rng = hidden_rng(f"{CHAPTER_ID}/tie_weights")
-    found = []
-    for n, (v, d, bias, lead) in enumerate(TIE_SHAPES):
-        args = dict(
-            embedding=_matrix(rng, v, d),
-            head=_matrix(rng, v, d),  # the head's own values, which tying must replace
-            head_bias=rng.normal(0.0, 1.0, v).astype(np.float32) if bias else None,
-            hidden=rng.normal(0.0, d ** -0.25, (*lead, d)).astype(np.float32),
-        )
-        found.append(_case(n, args, f"nn.Embedding({v}, {d}), nn.Linear({d}, {v}, bias={bias})",
-                           visibility="after_due_date" if v in (1, 1000) else ""))
-    return found
-
 
 def tie_reference(case: Case) -> np.ndarray:
     a = case.args
@@ -108,9 +55,9 @@ def tie_reference(case: Case) -> np.ndarray:
 def judge_tie(case: Case, facts: dict, ref) -> Finding | None:
     a = case.args
     embedding = np.asarray(facts["embed"])
-    if not _same_object(facts):
+    if not same_object(facts):
         head, (v, d) = np.asarray(facts["head"]), a["embedding"].shape
-        return _untied_finding(facts, v, d, head.shape == (v, d) and np.array_equal(head, embedding),
+        return untied_finding(facts, v, d, head.shape == (v, d) and np.array_equal(head, embedding),
                                head.shape == (d, v) and np.array_equal(head, embedding.T))
     if not np.array_equal(embedding, a["embedding"]):
         same_shape = embedding.shape == a["head"].shape
@@ -122,7 +69,7 @@ def judge_tie(case: Case, facts: dict, ref) -> Finding | None:
     if a["head_bias"] is None:
         if facts["has_bias"]:
             return Finding("pytorch.bias_changed")
-    elif not (_distinct(facts["bias_ids"]) == 1 and bias.shape == a["head_bias"].shape
+    elif not (distinct(facts["bias_ids"]) == 1 and bias.shape == a["head_bias"].shape
               and np.array_equal(bias, a["head_bias"])):
         return Finding("pytorch.bias_changed")
     if facts["forward_error"]:
@@ -141,7 +88,7 @@ TIE_WEIGHTS = Item(
                 "V < d, V = d, V > d"),
         Promise("with or without a bias", "cases with bias=True and bias=False"),
         Promise("ties in place: lm_head.weight is embedding.weight, the very same Parameter",
-                "identities compared here; _untied_finding names copy, .data alias, new Parameter, transpose",
+                "identities compared here; untied_finding names copy, .data alias, new Parameter, transpose",
                 keys=("pytorch.copied", "pytorch.data_alias", "pytorch.new_parameter", "pytorch.transposed",
                       "pytorch.not_tied")),
         Promise("the embedding keeps its values",
@@ -158,17 +105,6 @@ TIE_WEIGHTS = Item(
 
 
 # -------------------------------------------------------------- tie_weights refuses a head of another shape: ValueError
-
-# (V, d, out_features, in_features): heads whose weight (out, in) is not the embedding's (V, d)
-REFUSED = ((6, 4, 7, 4), (6, 4, 6, 5), (6, 4, 4, 6), (8, 8, 5, 8), (1, 3, 3, 1))
-
-
-def refused_cases() -> list[Case]:
-    rng = hidden_rng(f"{CHAPTER_ID}/tie_weights.ValueError")
-    return [_case(n, dict(embedding=_matrix(rng, v, d), head=_matrix(rng, o, i)),
-                  f"nn.Embedding({v}, {d}), nn.Linear({i}, {o})")
-            for n, (v, d, o, i) in enumerate(REFUSED)]
-
 
 def names_shape(message: str, shape) -> bool:
     """Whether ``message`` writes ``shape`` (two sizes), as (6, 4), [6, 4], torch.Size([6, 4]) or 6x4."""
@@ -213,38 +149,21 @@ TIE_WEIGHTS_REFUSED = Item(
 )
 
 
-# ------------------------------------------------ TinyLM(vocab_size, d_model, n_layers=2): the cases of its three items
-
-DEFAULT_LAYERS = 2  # TinyLM(vocab_size, d_model, n_layers=2)
-# (V, d, n_layers, batch, length): n_layers None leaves the default; d is a multiple of 4
-# from 4 up, sequences run from 1 to 64 tokens, the limits the exercise states
-TINY_SHAPES = ((11, 8, None, 2, 5), (32, 16, 1, 1, 7), (16, 16, 3, 3, 4), (97, 32, None, 2, 16),
-               (8, 12, 2, 2, 9), (13, 4, 1, 1, 64), (7, 8, 2, 2, 1))
-
-
-def _tiny_cases(item: str, shapes, with_upstream: bool = False) -> list[Case]:
-    rng = hidden_rng(f"{CHAPTER_ID}/{item}")
-    found = []
-    for n, (v, d, layers, batch, length) in enumerate(shapes):
-        ids = np.asarray(token_ids(rng, batch * length, v), np.int64).reshape(batch, length)
-        args = dict(vocab_size=v, d_model=d, n_layers=layers, seed=int(rng.integers(0, 2**31 - 1)),
-                    input_ids=ids)
-        if with_upstream:
-            args["upstream"] = rng.normal(0.0, 1.0, (batch, length, v)).astype(np.float32)
-        model = f"TinyLM({v}, {d})" if layers is None else f"TinyLM({v}, {d}, n_layers={layers})"
-        found.append(_case(n, args, f"{model}, input_ids {describe_shape(ids.shape)}"))
-    return found
-
+# ------------------------------------------------ TinyLM(vocab_size, d_model, n_layers=2): what its three items share
 
 # A head whose weight is the embedding's transpose fails in the forward pass of every item.
 TRANSPOSED_HEAD = ErrorPattern("pytorch.transposed", r"RuntimeError", SHAPES_DONT_MULTIPLY)
 
 
+def tinylm_item(name: str, probe: str, cases, judge, promises: tuple[Promise, ...]) -> Item:
+    """An item of ``TinyLM`` (2 points): the probe builds it with the reference
+    ``tie_weights`` in place of the notebook's (whose mistakes are that item's), and the
+    judge reads the facts alone, with no reference value."""
+    return Item(name=name, symbol="TinyLM", points=2, probe=probe, stands_on="tie_weights", cases=cases,
+                reference=lambda case: None, judge=judge, errors=(TRANSPOSED_HEAD,), promises=promises)
+
+
 # ------------------------------------------------------------ TinyLM: its modules, and one matrix for embed and lm_head
-
-def structure_cases() -> list[Case]:
-    return _tiny_cases("TinyLM.tied", TINY_SHAPES[:4])
-
 
 def _expected_kinds(v: int, d: int) -> dict:
     """The class and sizes the exercise names for each module, as the probe reports them."""
@@ -290,24 +209,22 @@ def judge_structure(case: Case, facts: dict, _ref) -> Finding | None:
                or _blocks_finding(facts["state_keys"], case.args["n_layers"] or DEFAULT_LAYERS))
     if finding:
         return finding
-    if not _same_object(facts):
+    if not same_object(facts):
         head, embedding = np.asarray(facts["head"]), np.asarray(facts["embed"])
-        return _untied_finding(facts, v, d, head.shape == embedding.shape and np.array_equal(head, embedding))
+        return untied_finding(facts, v, d, head.shape == embedding.shape and np.array_equal(head, embedding))
     if facts["n_listed"] - facts["n_unique"] != v * d:
         return Finding("pytorch.param_count", {"unique": facts["n_unique"], "listed": facts["n_listed"],
                                                "matrix": v * d})
     head, embedding = np.asarray(facts["step_head"]), np.asarray(facts["step_embed"])
-    if _distinct(facts["step_ids"]) != 1 or not (head.shape == embedding.shape and np.array_equal(head, embedding)):
+    if distinct(facts["step_ids"]) != 1 or not (head.shape == embedding.shape and np.array_equal(head, embedding)):
         return Finding("pytorch.untied_by_step")
-    if _distinct(facts["f64_ids"]) != 1 or _distinct(facts["f64_ptrs"]) != 1 or facts["f64_dtype"] != "torch.float64":
+    if distinct(facts["f64_ids"]) != 1 or distinct(facts["f64_ptrs"]) != 1 or facts["f64_dtype"] != "torch.float64":
         return Finding("pytorch.untied_by_to")
     return None
 
 
-TINYLM_TIED = Item(
-    name="TinyLM.tied", symbol="TinyLM", points=2, probe="tinylm_structure", stands_on="tie_weights",
-    cases=structure_cases, reference=lambda case: None, judge=judge_structure,
-    errors=(TRANSPOSED_HEAD,),
+TINYLM_TIED = tinylm_item(
+    "TinyLM.tied", "tinylm_structure", structure_cases, judge_structure,
     promises=(
         Promise("TinyLM(vocab_size, d_model, n_layers=2)",
                 "probe passes n_layers by keyword, or leaves it out (cases 0 and 3 expect 2 blocks)"),
@@ -333,10 +250,6 @@ TINYLM_TIED = Item(
 
 
 # ---------------------------------------------------------------- TinyLM.forward(input_ids) -> logits (B, T, V)
-
-def forward_cases() -> list[Case]:
-    return _tiny_cases("TinyLM.forward", TINY_SHAPES)
-
 
 def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
     ids = np.asarray(case.args["input_ids"])
@@ -371,10 +284,8 @@ def judge_forward(case: Case, facts: dict, _ref) -> Finding | None:
     return Finding("pytorch.logits_not_tied")
 
 
-TINYLM_FORWARD = Item(
-    name="TinyLM.forward", symbol="TinyLM", points=2, probe="tinylm_forward", stands_on="tie_weights",
-    cases=forward_cases, reference=lambda case: None, judge=judge_forward,
-    errors=(TRANSPOSED_HEAD,),
+TINYLM_FORWARD = tinylm_item(
+    "TinyLM.forward", "tinylm_forward", forward_cases, judge_forward,
     promises=(
         Promise("forward(input_ids): int64 ids (B, T) to float32 logits (B, T, V)",
                 "judge_forward: a tensor, dtype torch.float32, shape (B, T, V); a parameter or buffer that is not "
@@ -395,11 +306,6 @@ TINYLM_FORWARD = Item(
 
 
 # ---------------------------------------------------------------- TinyLM: the shared matrix's gradient, both paths
-
-def grad_cases() -> list[Case]:
-    # Sequences of at most 16 tokens: the limits of forward are TinyLM.forward's to judge
-    return _tiny_cases("TinyLM.grad", TINY_SHAPES[:4], with_upstream=True)
-
 
 def lookup_path(facts: dict, shape) -> np.ndarray | None:
     """What the lookups send the matrix: each call's output gradient added into the rows
@@ -428,7 +334,7 @@ def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
     atol = _scaled_atol(shared)
     if not close(shared - lookup, np.zeros_like(shared), RTOL, atol):
         return None  # the projection's part reaches the matrix too, however the head is written
-    if _distinct(facts["ids"]) == 2 and facts["head_grad"] is not None:
+    if distinct(facts["ids"]) == 2 and facts["head_grad"] is not None:
         return Finding("pytorch.grad_one_path")
     h, up = _f64(facts["h"]), _f64(case.args["upstream"])
     v, d = shared.shape
@@ -437,10 +343,8 @@ def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
     return Finding("pytorch.projection_detached")
 
 
-TINYLM_GRAD = Item(
-    name="TinyLM.grad", symbol="TinyLM", points=2, probe="tinylm_grad", stands_on="tie_weights",
-    cases=grad_cases, reference=lambda case: None, judge=judge_grad,
-    errors=(TRANSPOSED_HEAD,),
+TINYLM_GRAD = tinylm_item(
+    "TinyLM.grad", "tinylm_grad", grad_cases, judge_grad,
     promises=(
         Promise("the shared matrix's gradient is the sum of the lookup's and the projection's",
                 "probe re-ties an untied model and sends the raw gradient of embed.weight with what each "
@@ -453,25 +357,6 @@ TINYLM_GRAD = Item(
 
 
 # ---------------------------------------------------------------- tied_logits(h, E, b=None) -> h @ E.T + b
-
-# (leading shape of h, V, d, b): b is "given", "omitted" (its default), or "None" (b=None
-# by keyword).  Leading shapes from none to four dimensions; V = 1 and V = d are edges.
-LOGIT_SHAPES = (((2,), 4, 3, "omitted"), ((2,), 4, 3, "given"), ((3,), 5, 3, "given"), ((2, 5), 16, 8, "None"),
-                ((2, 3, 4), 7, 6, "given"), ((4,), 6, 6, "given"), ((), 9, 4, "given"),
-                ((1, 2, 1, 3), 5, 2, "omitted"), ((3,), 1, 4, "given"), ((8, 32), 300, 64, "given"))
-
-
-def logits_cases() -> list[Case]:
-    rng = hidden_rng(f"{CHAPTER_ID}/tied_logits")
-    found = []
-    for n, (lead, v, d, b) in enumerate(LOGIT_SHAPES):
-        args = dict(h=rng.normal(0.0, d ** -0.25, (*lead, d)).astype(np.float32), E=_matrix(rng, v, d),
-                    b=rng.normal(0.0, 1.0, v).astype(np.float32) if b == "given" else None,
-                    upstream=rng.normal(0.0, 1.0, (*lead, v)).astype(np.float32), pass_b=b != "omitted")
-        shown = {"given": f", b ({v},)", "omitted": "", "None": ", b=None"}[b]
-        found.append(_case(n, args, f"h {describe_shape((*lead, d))}, E ({v}, {d}){shown}", public=2))
-    return found
-
 
 def logits_reference(case: Case) -> np.ndarray:
     a = case.args

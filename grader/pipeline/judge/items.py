@@ -14,9 +14,10 @@ from typing import Protocol
 
 import numpy as np
 
+from grader.expected_outputs import given_lines, stub_hint
 from grader.kernel.runtime import decode
 from grader.outcome import FAIL, PASS, Finding, Verdict
-from grader.registry import Case, Chapter, ErrorPattern, Item, Symptom
+from grader.registry import Case, Chapter, ErrorPattern, Item
 
 
 class Known(Protocol):
@@ -50,12 +51,14 @@ def own_line(error: dict, given: Collection[str] = ()) -> dict:
 
 
 def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None,
-                   given: Collection[str] = ()) -> Finding:
-    """The finding for an exception; ``cell`` names the notebook cell that raised it,
-    ``given`` the lines of the code the notebook gives (``own_line``)."""
-    error = own_line(error, given)
+                   chapter_id: str = "") -> Finding:
+    """The finding for an exception; ``cell`` names the notebook cell that raised it.  A
+    stub of ``chapter_id`` that raised is named by the function it sits in: its hint is
+    the catalog's (``message_key``), in every language, whatever the raise says.  The
+    line quoted is the student's own, not the chapter's given code (``own_line``)."""
+    error = own_line(error, given_lines(chapter_id) if chapter_id else ())
     if COMMON_ERRORS[0].matches(error):  # the stub's hint says more than its line
-        return Finding("common.not_implemented", {"message": error["message"]})  # i18n.render translates it
+        return Finding("common.not_implemented", {"message": error["message"], **stub_hint(chapter_id, error)})
     for pattern in patterns:
         if pattern.matches(error):
             return Finding(pattern.key, {**error, **pattern.named(error)})
@@ -88,10 +91,10 @@ def bfloat16_slip(value) -> Finding | None:
     return None
 
 
-def judge_case(ch: Chapter, item: Item, case: Case, fact: dict, ref, given: Collection[str] = ()) -> Finding | None:
-    """The finding for one case, or None when it passes; ``given``: see ``own_line``."""
+def judge_case(ch: Chapter, item: Item, case: Case, fact: dict, ref) -> Finding | None:
+    """The finding for one case, or None when it passes."""
     if "error" in fact:
-        return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors, given=given)
+        return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors, chapter_id=ch.id)
     try:
         value = decode(fact["value"])
     except Exception:  # no probe writes an array that does not load: a forged record
@@ -104,9 +107,9 @@ def not_judged(exc: Exception) -> Finding:
     return Finding("common.not_judged", {"reason": f"{type(exc).__name__}: {exc}"[:200]})
 
 
-def judge_item(ch: Chapter, item: Item, facts, known: Known, given: Collection[str] = ()) -> Verdict:
+def judge_item(ch: Chapter, item: Item, facts, known: Known) -> Verdict:
     """Verdict of one item from its facts: exactly one well-formed fact per case, in case order,
-    each judged against the case's reference from ``known``; ``given``: see ``own_line``.
+    each judged against the case's reference from ``known``.
 
     The facts come from the student's kernel: a missing, extra or malformed fact fails
     the item, and nothing a judge, a symptom, a reference or the decoding raises stops
@@ -129,7 +132,7 @@ def judge_item(ch: Chapter, item: Item, facts, known: Known, given: Collection[s
         return fail(not_judged(exc))
     for case, fact, ref in zip(item_cases, facts, refs):
         try:
-            finding = judge_case(ch, item, case, fact, ref, given)
+            finding = judge_case(ch, item, case, fact, ref)
         except Exception as exc:  # an odd value no judge foresaw: never a crash
             finding = not_judged(exc)
         if finding is not None:
@@ -137,10 +140,10 @@ def judge_item(ch: Chapter, item: Item, facts, known: Known, given: Collection[s
     return Verdict(item.name, item.points, item.points, PASS)
 
 
-def judge_records(ch: Chapter, item: Item, records: list, known: Known, given: Collection[str] = ()) -> Verdict:
+def judge_records(ch: Chapter, item: Item, records: list, known: Known) -> Verdict:
     """An item passes only on exactly one record: a second line for it is forged."""
     if len(records) == 1:
-        return judge_item(ch, item, records[0], known, given)
+        return judge_item(ch, item, records[0], known)
     forged = Finding("common.bad_record", {"count": len(records), "expected": 1})
     return Verdict(item.name, 0, item.points, FAIL, forged)
 
@@ -151,99 +154,6 @@ def unreached(ch: Chapter, done: dict[str, Verdict], status: str, finding: Findi
         done.get(item.name) or Verdict(item.name, 0, item.points, status, finding)
         for item in ch.items
     ]
-
-
-# ---------------------------------------------------------------- judges
-
-# What a function returns instead of the one array it is asked for, by its raw type
-# (the probe ``typed_call`` sends it: a tuple of arrays travels as a list).
-CONTAINERS = ("tuple", "list", "dict")
-
-
-def one_array(judge_values, key: str = "common.not_one_array"):
-    """The judge of an item whose function returns one array: a tuple, list or dict is
-    ``key``, naming what came back; else ``judge_values`` on the result."""
-    def judge(case: Case, value, ref) -> Finding | None:
-        if not isinstance(value, dict) or set(value) != {"type", "out"}:
-            return Finding("common.malformed_record")
-        if value["type"] in CONTAINERS:
-            return Finding(key, {"got": value["type"]})
-        return judge_values(case, value["out"], ref)
-    return judge
-
-
-def describe_shape(shape) -> str:
-    return str(tuple(int(n) for n in shape))
-
-
-def as_numbers(value) -> np.ndarray | None:
-    """``value`` as a real, numeric NumPy array, or None (ragged lists, strings, None,
-    objects, complex numbers, structured or bfloat16-as-void arrays)."""
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError):  # ragged nesting
-        return None
-    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        return None
-    return arr
-
-
-def kind_of(value) -> str:
-    """How a non-numeric result is named to the student: a type or a dtype."""
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError):
-        return "ragged list"
-    if arr.dtype.kind == "V" and arr.dtype.itemsize == 2:
-        return "bfloat16"
-    if arr.dtype.kind in "US":
-        return "str"
-    return str(arr.dtype) if arr.dtype != object else type(value).__name__
-
-
-def close(value, ref, rtol: float, atol: float) -> bool:
-    value, ref = as_numbers(value), np.asarray(ref)
-    return value is not None and value.shape == ref.shape and bool(np.allclose(value, ref, rtol=rtol, atol=atol))
-
-
-def compare_arrays(value, ref, rtol: float, atol: float, dtype: str = "") -> Finding | None:
-    """The shared comparison: a real numeric array, of ``dtype`` when the exercise
-    promises one, of the reference's shape, finite, within the tolerance."""
-    arr = as_numbers(value)
-    if arr is None:
-        return Finding("common.not_an_array", {"type": kind_of(value)})
-    if dtype and arr.dtype != np.dtype(dtype):
-        return Finding("common.wrong_dtype", {"got": str(arr.dtype), "expected": dtype})
-    ref = np.asarray(ref)
-    if arr.shape != ref.shape:
-        return Finding("common.wrong_shape", {"got": describe_shape(arr.shape), "expected": describe_shape(ref.shape)})
-    if not np.all(np.isfinite(arr)):
-        return Finding("common.not_finite")
-    if not np.allclose(arr, ref, rtol=rtol, atol=atol):
-        err = float(np.max(np.abs(arr.astype(np.float64) - ref)))
-        return Finding("common.wrong_values", {"max_err": f"{err:.3g}", "rtol": rtol, "atol": atol})
-    return None
-
-
-def matches_reference(symptoms: tuple[Symptom, ...] = (), rtol: float = 1e-5, atol: float = 1e-6,
-                      dtype: str = ""):
-    """Judge for an item whose value must equal the reference within a tolerance (and
-    have ``dtype``, when the exercise promises one).
-
-    When it does not, the first symptom that shows names the mistake; otherwise the
-    finding is the generic shape or value mismatch.
-    """
-
-    def judge(case: Case, value, ref) -> Finding | None:
-        finding = compare_arrays(value, ref, rtol, atol, dtype)
-        if finding is None or finding.key in ("common.not_an_array", "common.wrong_dtype"):
-            return finding
-        for symptom in symptoms:
-            if symptom.test(case, value, ref):
-                return Finding(symptom.key, finding.params)
-        return finding
-
-    return judge
 
 
 # The text of an error raised where two dtypes met (PyTorch's words): its line is where

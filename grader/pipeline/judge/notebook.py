@@ -6,21 +6,21 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
-import grader.pipeline.judge.items as judge
+import grader.pipeline.judge.items as judging
 from grader import expected_outputs
+from grader.cells import named
 from grader.outcome import FAIL, NOT_REACHED, NOTEBOOK_ITEM, OOM, PASS, TIMEOUT, Finding, Verdict
-from grader.pipeline.cells import named
 from grader.registry import Chapter, ErrorPattern
 
 KERNEL_DIED = (ErrorPattern("common.kernel_died", r"KernelDied"),)
 
 
-def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
-                     provided: Collection[str] = (), given: Collection[str] = ()) -> Verdict:
-    """Did every cell run?  A stub left alone reads as 'not implemented'.  ``shown``
-    names the code cells as the student sees them (``cells.code_cells``); a failing
-    line among ``provided`` (the worked examples' lines) is quoted as theirs, one in
-    ``given`` (the other code the notebook gives) as context (``judge.own_line``)."""
+def notebook_item_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
+                          provided: Collection[str] = (), chapter_id: str = "") -> Verdict:
+    """Did every cell run?  A stub left alone reads as 'not implemented' (its hint the
+    chapter's, ``classify_error``).  ``shown`` names the code cells as the student sees
+    them (``cells.code_cells``); a failing line among ``provided`` (the worked examples'
+    lines) is quoted as theirs."""
     failed = [c for c in cells if not c["passed"]]
     if not failed:
         return Verdict(NOTEBOOK_ITEM, 1, 1, PASS)
@@ -28,7 +28,8 @@ def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
     error = first.get("error", {"type": "Error", "message": "", "line": ""})
     # Later failures usually follow from the first (a name never defined), so the
     # first one decides: a stub left alone reads as "not implemented".
-    finding = judge.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1, given=given)
+    finding = judging.classify_error(error, KERNEL_DIED + expected_outputs.ERRORS, cell=first["cell"] + 1,
+                                     chapter_id=chapter_id)
     if finding.key != expected_outputs.ERRORS[2].key:  # a missing example names the exercise's cell
         finding = named(finding, list(shown))
     if finding.params.get("line") in provided:
@@ -36,7 +37,7 @@ def notebook_verdict(cells: list[dict], shown: Sequence[tuple[int, str]] = (),
     return Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, finding)
 
 
-def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, known: judge.Known,
+def judge_notebook(ch: Chapter, facts: dict, summary: dict, stopped: str, known: judging.Known,
              shown: Sequence[tuple[int, str]] = (), *, timeout_s: float, step_s: float,
              memory_bytes: int) -> list[Verdict]:
     """Judge each item from its records against ``known``; the others get what stopped
@@ -47,11 +48,11 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, known: judge
     an item's checks, and at which line: that verdict quotes it, and says how to give
     it more time.  A cell or an item's checks interrupted after ``step_s``
     let the rest go on: only that cell's (the notebook item) or that item's verdict is
-    a timeout.  ``shown`` names the cells (``notebook_verdict``).
+    a timeout.  ``shown`` names the cells (``notebook_item_verdict``).
     """
     seconds, more, step = f"{timeout_s:g}", "ui.more_time_terminal", f"{step_s:g}"
     done = {
-        item.name: judge.judge_records(ch, item, facts[item.name], known, expected_outputs.given_lines(ch.id))
+        item.name: judging.judge_records(ch, item, facts[item.name], known)
         for item in ch.items
         if item.name in facts
     }
@@ -68,7 +69,7 @@ def verdicts(ch: Chapter, facts: dict, summary: dict, stopped: str, known: judge
         status, finding = NOT_REACHED, Finding("common.kernel_died")
     else:  # the checks ran yet left no record, or no summary came back: the notebook broke them
         status, finding = NOT_REACHED, Finding("common.probe_failed")
-    found = judge.unreached(ch, done, status, finding)
+    found = judging.unreached(ch, done, status, finding)
     cells = summary.get("cells")
     if timeout is not None and timeout["where"] == "checks":
         names = [v.item for v in found]
@@ -99,10 +100,9 @@ def cell_timeout(cell: int, line: str, seconds: str, shown: Sequence[tuple[int, 
 def cell_verdict(cells: list[dict], shown: Sequence[tuple[int, str]], chapter_id: str, step: str) -> Verdict:
     """The ``notebook`` item once the notebook has run: a timeout naming the first
     failing cell when the worker interrupted it after ``step`` seconds, else
-    ``notebook_verdict``."""
+    ``notebook_item_verdict``."""
     first = next((c for c in cells if not c["passed"]), {})
     if first.get("timed_out"):
         return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT,
                        cell_timeout(first["cell"], first.get("error", {}).get("line", ""), step, shown))
-    return notebook_verdict(cells, shown, expected_outputs.example_lines(chapter_id),
-                            expected_outputs.given_lines(chapter_id))
+    return notebook_item_verdict(cells, shown, expected_outputs.example_lines(chapter_id), chapter_id)

@@ -25,7 +25,6 @@ import ctypes
 import json
 import math
 import os
-import re
 import shutil
 import signal
 import sys
@@ -43,45 +42,11 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from grader import expected_outputs
-from grader.kernel.runtime import CELL_LINES, shorten
+from grader.cells import ANSI, cell_error
+from grader.kernel.runtime import shorten
 from grader.pipeline.prepare.job import read as read_job
 from grader.pipeline.prepare.probe_bundle import probe_source
 from grader.pipeline.supervise.process_tree import kill_descendants
-
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-ARROW_LINE = re.compile(r"^\s*-*>\s*\d+\s(.*)$")
-FRAME_HEAD = re.compile(r"^\s*(Cell In\[\d+\]|File \S.*:\d+)")  # IPython 8's frame headers
-# The line that names the exception, ``jax.errors.TracerArrayConversionError: ...``: its
-# message may go on over later lines (JAX ends with "See https://..."), which are its text.
-EXCEPTION_HEAD = re.compile(
-    r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration))(?::\s?(.*))?$")
-
-
-def cell_error(inner_traceback: str) -> dict:
-    """Exception type, message and the student's line from an IPython traceback: the
-    arrow line of the innermost frame headed ``Cell In[n]`` (a notebook cell), never a
-    library's line."""
-    lines = [ANSI.sub("", line) for line in (inner_traceback or "").splitlines()]
-    lines = [line for line in lines if line.strip()]
-    heads = [(i, m) for i, line in enumerate(lines) if (m := EXCEPTION_HEAD.match(line))]
-    if heads:
-        head, match = heads[-1]
-        etype = match.group(1).rsplit(".", 1)[-1]  # as type(exc).__name__ gives it in-process
-        message = " ".join([match.group(2) or "", *(line.strip() for line in lines[head + 1:])])
-    else:
-        etype, _, message = (lines[-1] if lines else "").partition(":")
-    failing, in_cell = [], False
-    for line in lines:
-        if FRAME_HEAD.match(line):
-            in_cell = line.lstrip().startswith("Cell In")
-        elif in_cell and (m := ARROW_LINE.match(line)):
-            failing.append(m.group(1).strip())
-    return {
-        "type": etype.strip()[:80] or "Error",
-        "message": shorten(message.strip()),
-        "line": shorten(failing[-1]) if failing else "",
-        "lines": [shorten(line) for line in failing[-CELL_LINES:]],  # which is the student's: ``own_line``
-    }
 
 
 class KernelDied(RuntimeError):
