@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from grader.outcome import Finding  # what a judge returns (import it from grader.outcome, not from here)
+if TYPE_CHECKING:  # what a judge returns, for the annotation only: import it from grader.outcome
+    from grader.outcome import Finding
 
 # Who sees what of a case, with Gradescope's words: "visible" (a worked example, in the
 # notebook), "hidden" (its inputs never shown; a failure names its sizes and the mistake),
