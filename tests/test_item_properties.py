@@ -29,7 +29,7 @@ import grader.pipeline.judge.items as judging
 from conftest import chapters
 from grader import disk_cache
 from grader.authoring.release import hints
-from grader.chapters import chapter
+from grader.chapters import chapter, chapter_modules
 from grader.chapters import chapters as declared
 from grader.expected_outputs import is_checked
 from grader.i18n import LANGUAGES, catalog
@@ -37,7 +37,7 @@ from grader.kernel.runtime import decode, encode
 from grader.outputs.report import verdict_message
 from grader.registry import ErrorPattern, Symptom
 from inprocess import solution_facts
-from notebooks import solution
+from notebooks import region_names, solution
 from pitfalls import PITFALLS
 
 ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]
@@ -144,6 +144,20 @@ def test_the_scan_reaches_every_kind_of_judge():
     error patterns, and findings written in a judge's own code are all found."""
     assert {"gpt_head.grad_sign", "linen.wrong_rows", "pytorch.refused_matching", "pytorch.not_tied",
             "mlm.eps_outside", "frameworks.torch_alias"} <= set().union(*map(judged_keys, declared()))
+
+
+@pytest.mark.parametrize("ch_id", chapters())
+def test_every_solution_region_is_graded(ch_id):
+    """A function or class that holds a ``### BEGIN SOLUTION`` region is the ``target`` of
+    some item of its chapter: a region added to the solution without its ``Item`` would
+    leave the student an exercise that nothing grades."""
+    graded = {item.target for item in chapter(ch_id).items}
+    for owner in region_names(ch_id):
+        symbol = owner.partition(".")[0]
+        assert symbol in graded, (
+            f"{ch_id}: {owner} holds a solution region in solutions/{ch_id}.ipynb, but no Item of "
+            f"the chapter grades {symbol}: add its Item to the Chapter's items in "
+            f"{chapter_modules()[ch_id].replace('.', '/')}.py")
 
 
 @pytest.mark.parametrize("ch_id", chapters())
