@@ -293,6 +293,20 @@ def constructor_arguments(cls: type, args: tuple, kwargs: dict) -> dict:
     return dict(list(bound.items())[1:])
 
 
+# The frames Python (3.11) gives a comprehension or a generator expression of its own.
+COMPREHENSIONS = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"}
+
+
+def made_by_the_cell(frame: types.FrameType) -> bool:
+    """Is the caller ``frame`` the cell's own code: the cell's module frame, or a
+    comprehension whose enclosing frames reach it without passing through a function
+    (``[sample_next(...) for tau in ...]`` is the cell's call; a call inside a notebook
+    function is that function's)?"""
+    while frame.f_code.co_name in COMPREHENSIONS and frame.f_back is not None:
+        frame = frame.f_back
+    return frame.f_code.co_name == "<module>"
+
+
 def worked_example_calls(ch_id: str) -> dict[str, list[dict[str, list[np.ndarray]]]]:
     """Every call that a worked-example cell of the solution makes itself (not through
     another function) to a function or class of the notebook, by name: the arrays each
@@ -305,7 +319,7 @@ def worked_example_calls(ch_id: str) -> dict[str, list[dict[str, list[np.ndarray
     def recorded(name, function):
         @functools.wraps(function)
         def call(*args, **kwargs):
-            if sys._getframe(1).f_code.co_name == "<module>":  # the cell's own line
+            if made_by_the_cell(sys._getframe(1)):
                 made = constructor_arguments(function, args, kwargs) if inspect.isclass(function) else \
                     inspect.signature(function).bind(*args, **kwargs).arguments
                 calls.setdefault(name, []).append({k: arrays(v) for k, v in made.items()})
