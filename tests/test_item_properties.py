@@ -28,7 +28,6 @@ import grader.comparisons as comparisons
 import grader.pipeline.judge.items as judging
 from conftest import chapters
 from grader import disk_cache
-from grader.authoring.release import hints
 from grader.chapters import chapter, chapter_modules
 from grader.chapters import chapters as declared
 from grader.expected_outputs import is_checked
@@ -187,15 +186,6 @@ def test_every_promised_key_is_the_diagnosis_of_a_pitfall(ch_id):
     assert not missing, f"{ch_id}: promised keys no pitfall of tests/pitfalls/ expects: {missing}"
     assert not waiting & pitfall_keys(ch_id), f"{ch_id}: has its pitfall now, drop it from NO_PITFALL_YET"
     assert waiting <= set(promised), f"{ch_id}: no longer promised, drop it from NO_PITFALL_YET"
-
-
-@pytest.mark.parametrize("ch_id", chapters())
-def test_every_stub_hint_is_in_spanish_and_korean(ch_id):
-    """``grader release`` writes the English hint from the solution's marker; the two
-    translations are written by hand, under the key it names."""
-    for key in hints(nbformat.read(solution(ch_id), as_version=4)):
-        for lang in ("es", "ko"):
-            assert key in catalog(lang), f"{key}: no {lang} translation in grader/messages/{lang}/"
 
 
 # What the student's code may hand back where a number was asked, each as a change of
