@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from grader.kernel.runtime import shorten
+from grader.kernel.runtime import CELL_LINES, shorten
 from grader.outcome import Finding
 
 FIRST_LINE = 60  # characters of a cell's first line quoted in a message
@@ -50,6 +50,7 @@ def cell_error(inner_traceback: str) -> dict:
         "message": shorten(message.strip()),
         "line": shorten(failing[-1]) if failing else "",
         "function": functions[-1] if functions else "",  # as error_fact names it in-process
+        "lines": [shorten(line) for line in failing[-CELL_LINES:]],  # which is the student's: ``own_line``
     }
 
 

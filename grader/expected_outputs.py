@@ -111,6 +111,15 @@ def example_lines(chapter_id: str) -> frozenset[str]:
                      for line in example["source"].splitlines() if line.strip() and marker(line) != MARKER)
 
 
+@cache
+def given_lines(chapter_id: str) -> frozenset[str]:
+    """The lines of the code the exercise gives outside the worked examples and the
+    exercises' own cells (chapter 03's ``Block``), as a failing line is quoted: a
+    message names the student's line that called them (``judge.items.own_line``)."""
+    return frozenset(shorten(line.strip()) for source in for_chapter(chapter_id).get("given", [])
+                     for line in source.splitlines() if line.strip())
+
+
 def install(data: bytes, chapter_id: str) -> bytes:
     """The grader's working copy of a submission: see ``with_expected_outputs``."""
     return with_expected_outputs(data, for_chapter(chapter_id))

@@ -198,5 +198,6 @@ def render(finding: Finding, lang: str = DEFAULT) -> str:
     message = text(finding.key, lang, **localised(finding.params, lang))
     line = finding.params.get("line")
     if line:
-        message += " — " + text(str(finding.params.get("line_label") or "ui.your_line"), lang, line=line)
+        message += " — " + text(str(finding.params.get("line_label") or "ui.your_line"), lang, line=line,
+                                context=finding.params.get("context", ""))
     return message

@@ -59,6 +59,17 @@ def rules() -> dict[str, list[tuple[list[str], str, list[list[str]]]]]:
     return out
 
 
+@cache
+def short_forms() -> dict[str, list[tuple[list[str], list[list[str]]]]]:
+    """language -> [(short form's words, the terms' words, the glossary's first)]: the
+    third table, whose short form may stand alone only after one of its terms."""
+    out: dict[str, list] = {"es": [], "ko": []}
+    for lang, short, term, others in tables()[2]:
+        terms = [term] + [o.strip("`") for o in others.split(" · ") if o]
+        out[lang].append((short.strip("`").lower().split(), [tokens(t) for t in terms]))
+    return out
+
+
 def word_matches(pattern: str, word: str, lang: str) -> bool:
     if pattern.startswith("*"):
         return word.endswith(pattern[1:])
@@ -103,6 +114,11 @@ def prose(text: str) -> str:
 
 def offences(lang: str, text: str):
     words = tokens(prose(text))
+    for short, terms in short_forms()[lang]:
+        first = next((i for i in range(len(words)) if find(short, words, lang, i) is not None), None)
+        if first is not None and not any(words[first:first + len(term)] == term for term in terms):
+            context = " ".join(words[max(0, first - 6):first + 6])
+            yield f"{' '.join(short)!r} before its term (first use: {' '.join(terms[0])}) in ...{context}..."
     for pattern, instead, allowed in rules()[lang]:
         checked = words
         for form in allowed:
@@ -154,6 +170,11 @@ def test_the_glossary_gives_one_translation_per_term():
             assert cell.count(" / ") == english.count(" / "), (english, cell)
 
 
+def test_every_short_form_names_its_term():
+    assert all(terms and all(terms) for forms in short_forms().values() for _, terms in forms)
+    assert short_forms()["es"], "the third table holds the short forms"
+
+
 def test_every_variant_names_a_language_and_a_replacement():
     variants = tables()[1]
     assert len(variants) > 20
@@ -171,6 +192,9 @@ def test_every_variant_names_a_language_and_a_replacement():
     ("ko", "(V, D) 크기의 행렬과 편향 분산, 마지막 LayerNorm, 메모리 배치는", 4),
     ("ko", "(V, D) 모양의 행렬과 모분산, 마지막 레이어 정규화(LayerNorm)와 `nn.LayerNorm`", 0),
     ("ko", "숨은 케이스의 기대값", 2),
+    ("es", "La cabeza comparte el embedding; la cabeza del modelo está vinculada.", 2),
+    ("es", "La cabeza del modelo de lenguaje comparte el embedding; la cabeza no tiene sesgo.", 0),
+    ("es", "Las cabezas de atención se separan; cada cabeza ve d_head columnas.", 0),
 ])
 def test_the_rules_catch_each_variant(lang, text, caught):
     """Each rule fires on a sentence that uses its variant, and not on the glossary's term."""

@@ -3,6 +3,7 @@ kernel saw (a cell that raised or was interrupted in this kernel), as grader che
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import nbformat
 import pytest
@@ -63,6 +64,32 @@ def test_a_second_check_sees_every_run_since_the_first(shell, tmp_path):
     verdict = run_notebook(shell, nb, tmp_path / "p4.ipynb")
     assert verdict.finding.key == "common.cell_error"
     assert verdict.finding.params["type"] == "ZeroDivisionError"
+
+
+def test_a_cell_run_alone_that_raised_before_the_last_error_is_seen_on_the_first_check_once_saved(shell, tmp_path):
+    # The kernel keeps only its last error (sys.last_value), and check()'s own record of
+    # each run starts with the first check: what shows an earlier run that raised, on the
+    # first check of a kernel, is the notebook as saved (Ctrl+S, or JupyterLab's autosave),
+    # its error output at that run's execution count (kernel_runs' docstring).
+    nb = with_cell("print(1/0)")
+    nb.cells[4].source = nb.cells[4].source.replace("class TiedIO", "class TiedIo")  # later cells: NameError
+    path = tmp_path / "p5.ipynb"
+    shell.user_ns["__session__"] = str(path)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for cell in code[:-1]:
+        ran = shell.run_cell(cell.source, store_history=True)
+        cell.execution_count = ran.execution_count
+        if ran.error_in_exec is not None:
+            cell.outputs = [nbformat.v4.new_output(
+                "error", ename=type(ran.error_in_exec).__name__, evalue=str(ran.error_in_exec),
+                traceback=[f"Cell In[{ran.execution_count}], line 1", f"----> 1 {cell.source.splitlines()[0]}",
+                           f"{type(ran.error_in_exec).__name__}: {ran.error_in_exec}"])]
+    assert type(sys.last_value) is NameError  # the run of 1/0 is not the kernel's last error
+    nbformat.write(nb, path)  # saved: after the runs, in this kernel
+    shell.run_cell("from grader.selfcheck.check import check\nresult = check('01_linen')", store_history=True)
+    verdict = shell.user_ns["result"].verdicts[0]
+    assert verdict.finding.key == "common.cell_error" and verdict.finding.params["type"] == "ZeroDivisionError"
+    assert verdict.finding.params["first_line"] == "print(1/0)"
 
 
 def test_a_solved_notebook_still_passes(shell, tmp_path):

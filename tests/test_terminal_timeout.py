@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -24,7 +27,7 @@ from grader.outputs.report import as_dict
 from grader.pipeline.judge.notebook import judge_notebook
 from grader.pipeline.runner import grade, valid_summary
 from grader.pipeline.supervise.supervisor import Limits
-from grader.pipeline.supervise.worker import ProbeHook
+from grader.pipeline.supervise.worker import EVERY_STEP, GUARD, ProbeHook, interrupt
 from grader.result import Result
 from notebooks import ROOT, with_cells, write
 
@@ -182,3 +185,73 @@ def test_without_any_limit_the_watch_waits_until_the_notebook_ends():
     hook.finish()
     watch.join(10)
     assert not watch.is_alive() and hook.cut is None
+
+
+# ---------------------------------------------------------------- a Ctrl-C and the step it was sent for
+
+@pytest.fixture
+def guarded():
+    """The kernel's ``guarded``, run in this process; this process stands for the kernel."""
+    scope = {"saved": SimpleNamespace(open=open), "signal": signal}
+    exec(compile(GUARD, "<tied-guard>", "exec"), scope)
+    previous = signal.getsignal(signal.SIGINT)
+    yield scope["guarded"]
+    signal.signal(signal.SIGINT, previous)
+
+
+THIS_PROCESS = SimpleNamespace(km=SimpleNamespace(provisioner=SimpleNamespace(
+    process=SimpleNamespace(pid=os.getpid()))))
+
+
+def ctrl_c(aim_file, aim):
+    """The worker's Ctrl-C aimed at ``aim``; Python runs the handler at the loop's jump back."""
+    interrupt(THIS_PROCESS, str(aim_file), aim)
+    for _ in range(3):
+        pass
+    return "ran to its end"
+
+
+def test_a_ctrl_c_stops_the_step_it_was_aimed_at(guarded, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        guarded(str(tmp_path / "aim"), "sample_next", ctrl_c, tmp_path / "aim", "sample_next")
+
+
+def test_a_late_ctrl_c_for_the_step_before_does_not_stop_this_one(guarded, tmp_path):
+    assert guarded(str(tmp_path / "aim"), "sample_next", ctrl_c, tmp_path / "aim", "checks") == "ran to its end"
+
+
+def test_the_deadline_stops_whatever_step_runs(guarded, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        guarded(str(tmp_path / "aim"), "sample_next", ctrl_c, tmp_path / "aim", EVERY_STEP)
+
+
+def test_once_a_step_has_returned_its_ctrl_c_lands_nowhere(guarded, tmp_path):
+    assert guarded(str(tmp_path / "aim"), "sample_next", lambda: "done") == "done"
+    assert ctrl_c(tmp_path / "aim", "sample_next") == "ran to its end"  # until ipykernel's handler is back
+
+
+class RecordingKernel:
+    """Answers every request at once, "ok"; keeps what each request asked for."""
+
+    def __init__(self):
+        self.sent: list[dict] = []
+        self.kc = SimpleNamespace(execute=self.execute)
+
+    def execute(self, code, **options):
+        self.sent.append(options)
+        return str(len(self.sent))
+
+    def get_message(self, stream, timeout):
+        return {"parent_header": {"msg_id": str(len(self.sent))}, "content": {"status": "ok"}}
+
+    def is_alive(self):
+        return True
+
+
+def test_no_step_of_the_checks_lets_an_error_abort_the_next():
+    # ipykernel aborts the requests that reach it soon after one that raised (an item's
+    # checks interrupted) unless told not to: on a loaded machine, the next item's checks.
+    hook = ProbeHook("spec.json", "grader.chapters.gpt_head.probe", ["a", "b"], io.BytesIO())
+    kernel = RecordingKernel()
+    hook.run_probes(kernel)
+    assert len(kernel.sent) == 3 and all(options["stop_on_error"] is False for options in kernel.sent)

@@ -189,24 +189,29 @@ def tagged(cell) -> None:
 
 def exercise_from(solution: Path) -> tuple[nbformat.NotebookNode, dict]:
     """The exercise of a solution notebook, and its expected outputs (``expected_from``)
-    with the catalog key of each stub's hint by the function it sits in."""
+    with the catalog key of each stub's hint by the function it sits in, and the code it
+    gives: the code cells with no solution region that are no worked example
+    (``expected_outputs.given_lines``)."""
     nb = nbformat.read(solution, as_version=4)
     nbformat.validator.normalize(nb)  # every cell has an id
     hint_keys = {name: key for name, (key, _) in stubs(nb).items()}
-    cells = []
+    cells, given = [], []
     for number, cell in enumerate(nb.cells):
         cells.append(cell)
         if number == 0:
             cells.append(points_cell(nb.metadata["tied"]["chapter"]))
         if cell.cell_type == "code":
             where = f"{solution.name}, cell {number + 1}"
-            cell.source = strip_solutions(cell.source, where)
+            source, cell.source = cell.source, strip_solutions(cell.source, where)
             if is_checked(cell):
                 cell.outputs = worked_example_outputs(cell, where)
                 tagged(cell)
                 cells.append(expected_cell(cell, cell.outputs))
+            elif cell.source == source:
+                given.append(source)
     nb.cells = cells
-    expected = {**expected_from(nb), "stub_hints": hint_keys}  # the judge names a stub's hint by these
+    expected = {**expected_from(nb), "stub_hints": hint_keys,  # the judge names a stub's hint by these
+                "given": given}
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None

@@ -82,17 +82,22 @@ def shorten(text, limit=MAX_TEXT):
     return (cut.rsplit(" ", 1)[0] if " " in cut[limit // 2:] else cut) + "…"
 
 
+CELL_LINES = 8  # the innermost lines of the notebook's cells a fact keeps
+
+
 def where_raised(exc):
-    """The student's line (the innermost frame inside a notebook cell, with its source),
-    and who raised: ``student`` (a cell is on the way), ``probe`` (the grader's own
-    probe code, with no cell on the way) or ``library``."""
+    """The lines of the notebook's cells on the way to the error, innermost last (at most
+    ``CELL_LINES``; a line whose source is lost is empty), and who raised: ``student``
+    (a cell is on the way), ``probe`` (the grader's own probe code, with no cell on the
+    way) or ``library``.  Which of them is the student's own the grader decides: the
+    innermost may be code the notebook gives (``grader.pipeline.judge.items.own_line``)."""
     frames = traceback.extract_tb(exc.__traceback__)
-    cells = [f for f in frames if CELL_FILE.search(f.filename or "")]
+    cells = [(f.line or "").strip() for f in frames if CELL_FILE.search(f.filename or "")]
     if cells:
-        line = (cells[-1].line or "").strip()
-        return ("" if line.startswith("Could not get source") else shorten(line)), "student"
+        lines = ["" if line.startswith("Could not get source") else shorten(line) for line in cells]
+        return lines[-CELL_LINES:], "student"
     inner = frames[-1].filename if frames else ""
-    return "", "probe" if inner == PROBE_FILE else "library"
+    return [], "probe" if inner == PROBE_FILE else "library"
 
 
 def raising_function(exc):
@@ -104,9 +109,9 @@ def raising_function(exc):
 
 
 def error_fact(exc):
-    line, origin = where_raised(exc)
-    return {"error": {"type": type(exc).__name__, "message": shorten(exc), "line": line, "origin": origin,
-                      "function": raising_function(exc)}}
+    lines, origin = where_raised(exc)
+    return {"error": {"type": type(exc).__name__, "message": shorten(exc), "line": lines[-1] if lines else "",
+                      "lines": lines, "origin": origin, "function": raising_function(exc)}}
 
 
 def run_case(probe, namespace, args):

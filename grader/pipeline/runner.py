@@ -23,7 +23,7 @@ from grader import disk_cache, expected_outputs
 from grader.cells import code_cells
 from grader.chapters import chapter
 from grader.pipeline.judge.broken_cells import with_broken_cells
-from grader.pipeline.judge.items import with_stand_in_notes
+from grader.pipeline.judge.items import with_dtype_sources, with_stand_in_notes
 from grader.pipeline.judge.notebook import judge_notebook
 from grader.pipeline.prepare.job import FILE as JOB_FILE
 from grader.pipeline.prepare.job import Job
@@ -56,7 +56,7 @@ def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = 
     cells = json.loads(sub.data.decode("utf-8"))["cells"]
     judged = judge_notebook(ch, facts, summary, stopped, disk_cache, code_cells(cells), timeout_s=limits.timeout,
                       step_s=limits.step_seconds, memory_bytes=limits.memory)
-    found = with_broken_cells(with_stand_in_notes(ch, judged), cells)
+    found = with_broken_cells(with_dtype_sources(with_stand_in_notes(ch, judged)), cells)
     result = Result(path, sub.chapter, sub.sha256, found, log=log)
     result.seconds = time.monotonic() - start
     return result

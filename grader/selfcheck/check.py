@@ -134,7 +134,7 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
         finding = in_kernel_frame(verdict.finding, namespace, cells)
         found.append(verdict if finding is verdict.finding else
                      Verdict(item.name, 0, item.points, verdict.status, finding))
-    return judging.with_stand_in_notes(ch, found)
+    return judging.with_dtype_sources(judging.with_stand_in_notes(ch, found))
 
 
 def _resolve(target):

@@ -7,13 +7,14 @@ out: nothing here reads a file or a catalog.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
 
-from grader.expected_outputs import stub_hint
+from grader.expected_outputs import given_lines, stub_hint
 from grader.kernel.runtime import decode
 from grader.outcome import FAIL, PASS, Finding, Verdict
 from grader.registry import Case, Chapter, ErrorPattern, Item
@@ -35,11 +36,27 @@ COMMON_ERRORS = (
 )
 
 
+def own_line(error: dict, given: Collection[str] = ()) -> dict:
+    """``error`` with the student's own line: the innermost of the cells' lines on the
+    way to it (``lines``, innermost last) that is not code the notebook gives
+    (``given``), with the given line that raised as context; else as it came."""
+    lines = error.get("lines")
+    error = {key: value for key, value in error.items() if key != "lines"}
+    if error.get("line") not in given or not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
+        return error
+    own = next((line for line in reversed(lines) if line and line not in given), None)
+    if own is None:  # only given code on the way: its line is all there is
+        return error
+    return {**error, "line": own, "context": error["line"], "line_label": "ui.given_line"}
+
+
 def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None,
                    chapter_id: str = "") -> Finding:
     """The finding for an exception; ``cell`` names the notebook cell that raised it.  A
     stub of ``chapter_id`` that raised is named by the function it sits in: its hint is
-    the catalog's (``message_key``), in every language, whatever the raise says."""
+    the catalog's (``message_key``), in every language, whatever the raise says.  The
+    line quoted is the student's own, not the chapter's given code (``own_line``)."""
+    error = own_line(error, given_lines(chapter_id) if chapter_id else ())
     if COMMON_ERRORS[0].matches(error):  # the stub's hint says more than its line
         return Finding("common.not_implemented", {"message": error["message"], **stub_hint(chapter_id, error)})
     for pattern in patterns:
@@ -137,6 +154,30 @@ def unreached(ch: Chapter, done: dict[str, Verdict], status: str, finding: Findi
         done.get(item.name) or Verdict(item.name, 0, item.points, status, finding)
         for item in ch.items
     ]
+
+
+# The text of an error raised where two dtypes met (PyTorch's words): its line is where
+# they met, which is not where the wrong one was made (``with_dtype_sources``).
+DTYPES_MET = re.compile(r"same dtype|expected scalar type|dtype \w+ but|(double|float|half|bfloat16) != \w+", re.I)
+
+
+def with_dtype_sources(verdicts: list[Verdict]) -> list[Verdict]:
+    """A line where two dtypes met is not quoted as the student's mistake: the wrong
+    dtype was made before, in a frame the traceback no longer holds.  It is named as
+    the place they met, with the item found returning a wrong dtype, if one was: where
+    the other dtype comes from."""
+    slips = [v.item for v in verdicts if v.finding is not None and v.finding.key == "common.wrong_dtype"]
+
+    def met(v: Verdict) -> Verdict:
+        if v.finding is None:
+            return v
+        params = v.finding.params
+        if not params.get("line") or params.get("line_label") or not DTYPES_MET.search(str(params.get("message", ""))):
+            return v  # no line, or one already named for what it is (the given code's caller, an example's)
+        source = next((item for item in slips if item != v.item), "")
+        label = "ui.dtypes_met_from" if source else "ui.dtypes_met_line"
+        return replace(v, finding=replace(v.finding, params={**params, "line_label": label, "context": source}))
+    return [met(v) for v in verdicts]
 
 
 def with_stand_in_notes(ch: Chapter, verdicts: list[Verdict]) -> list[Verdict]:

@@ -93,8 +93,20 @@ def execute_reply(kernel, msg_id: str) -> dict:
             return msg["content"]
 
 
-def interrupt(kernel) -> None:
-    """Ctrl-C in the kernel, as Jupyter's interrupt button sends it."""
+EVERY_STEP = "*"  # the aim of the Ctrl-C at the notebook's deadline: whatever runs stops
+
+
+def interrupt(kernel, aim_file: str | None = None, step: str = EVERY_STEP) -> None:
+    """Ctrl-C in the kernel, as Jupyter's interrupt button sends it, aimed at ``step``.
+
+    A signal carries no address, and it can reach the kernel's Python code late (on a
+    loaded machine, after the step it was sent for has answered and the next one has
+    begun), so the step it is meant for is written to ``aim_file`` first: a step of the
+    checks (``PRELUDE``'s ``guarded``) lets only a Ctrl-C aimed at itself stop it."""
+    if aim_file is not None:
+        with open(f"{aim_file}.new", "w", encoding="utf-8") as f:
+            f.write(step)
+        os.replace(f"{aim_file}.new", aim_file)
     try:
         os.kill(kernel.km.provisioner.process.pid, signal.SIGINT)
     except (AttributeError, OSError):  # no kernel process (not started, or gone)
@@ -111,14 +123,38 @@ CHECKS_MARK = "# tied-checks\n"
 # use to read their cases and write their facts (json, open, NumPy's save, base64,
 # compile, exec) and a copy of the built-ins (isinstance, id, len...) that the probes
 # run with, so that a cell patching any of them later changes nothing the checks see or write.
+# ``guarded`` runs one step of the checks under a Ctrl-C handler of its own: a Ctrl-C
+# stops the step only when the worker aimed it at that step (``interrupt``), and none
+# stops it once its code has returned, until ipykernel restores its own handler after
+# the reply; so a late Ctrl-C, sent for the step before, lands nowhere.  It is compiled
+# under a name of its own, so that a traceback's innermost cell line stays the student's.
+GUARD = f"""def guarded(aim_file, step, run, *args):
+    running = [True]
+
+    def on_ctrl_c(signum, frame):
+        try:
+            with saved.open(aim_file, encoding="utf-8") as f:
+                aim = f.read()
+        except OSError:
+            aim = {EVERY_STEP!r}
+        if running[0] and aim in (step, {EVERY_STEP!r}):
+            raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        return run(*args)
+    finally:
+        running[0] = False
+"""
 PRELUDE = f"""def _tied_prelude():
-    import base64, builtins, json, sys, types
+    import base64, builtins, json, signal, sys, types
     import numpy
     saved = types.ModuleType("_tied_saved")
+    scope = {{"saved": saved, "signal": signal}}
+    exec(compile({GUARD!r}, "<tied-guard>", "exec"), scope)
     saved.__dict__.update(json_dumps=json.dumps, json_load=json.load, open=builtins.open,
                           np_asarray=numpy.asarray, np_save=numpy.save, b64encode=base64.b64encode,
                           compile=builtins.compile, exec=builtins.exec,
-                          builtins=dict(vars(builtins)))
+                          builtins=dict(vars(builtins)), guarded=scope['guarded'])
     sys.modules["_tied_saved"] = saved
     shell = get_ipython()
     transform = shell.transform_cell
@@ -132,7 +168,7 @@ class ProbeHook:
     """pytest plugin: records each cell's outcome and runs the probes after the last."""
 
     def __init__(self, spec_path: str, chapter_probe_module: str, items: Sequence[str], channel,
-                 deadline: float = math.inf, step: float = math.inf):
+                 deadline: float = math.inf, step: float = math.inf, aim_file: str | None = None):
         self.spec_path = spec_path
         self.source = probe_source(chapter_probe_module)
         self.items = list(items)
@@ -154,6 +190,7 @@ class ProbeHook:
         self.finished = threading.Event()
         self.notes: list[str] = []  # for the log, after pytest's report (it captures output meanwhile)
         self.prelude_sent = False
+        self.aim_file = aim_file  # where a Ctrl-C's step is written for the kernel to read (``interrupt``)
 
     def pytest_sessionstart(self, session):
         self.session = session
@@ -189,7 +226,7 @@ class ProbeHook:
                 self.step_ends, self.cut = math.inf, self.probing or self.running
                 self.wake.notify_all()
                 if self.kernel is not None:
-                    interrupt(self.kernel)
+                    interrupt(self.kernel, self.aim_file, str(self.cut))
             if self.finished.is_set():
                 return
             where = self.running
@@ -200,7 +237,7 @@ class ProbeHook:
                 self.session.shouldstop = "the notebook timed out"
             kernel = self.kernel
         if kernel is not None:
-            interrupt(kernel)
+            interrupt(kernel, self.aim_file)
         if not self.finished.wait(WORKER_GRACE):  # the kernel ignores Ctrl-C: say what is known
             self.write_summary()
 
@@ -279,28 +316,26 @@ class ProbeHook:
             "    ns = {'__name__': '_tied_probe', '__builtins__': saved.builtins}\n"
             f"    saved.exec(saved.compile({self.source!r}, '<tied-probe>', 'exec'), ns)\n"
             "    return ns['spec_runner'](spec, ns['PROBES'], globals())\n"
-            f"_tied_checks = _tied_checks({self.spec_path!r})\n"
+            f"_tied_checks = {self.guarded('checks', f'_tied_checks, {self.spec_path!r}')}\n"
         )
-        steps = [(None, setup)] + [(name, f"{CHECKS_MARK}_tied_facts = _tied_checks({index})\n")
-                                   for index, name in enumerate(self.items)]
+        steps = [(None, setup)] + [
+            (name, f"{CHECKS_MARK}_tied_facts = {self.guarded(name, f'_tied_checks, {index}')}\n")
+            for index, name in enumerate(self.items)]
         for item, code in steps:
             wanted = {"facts": "_tied_facts"} if item else {}
-            for late in (False, True):
-                with self.lock:
-                    self.probing = item or ""
-                    self.begin(item or "checks")
-                try:
-                    reply = execute_reply(kernel, kernel.kc.execute(code, store_history=False, allow_stdin=False,
-                                                                     user_expressions=wanted))
-                except KernelDied:
-                    self.probe_status = "kernel_dead"
-                    return
-                cut = self.end()
-                # The Ctrl-C that ended the step before can reach the kernel only once this
-                # one has begun (a loaded machine): that step's, not this one's; run it again.
-                if late or cut is not None or self.timeout is not None or not self.stuck \
-                        or reply.get("ename") != "KeyboardInterrupt":
-                    break
+            with self.lock:
+                self.probing = item or ""
+                self.begin(item or "checks")
+            try:
+                # stop_on_error=False: after a step that raised (an item's checks interrupted),
+                # ipykernel would otherwise abort the requests that reach it before its own
+                # "stop aborting" note does (a loaded machine): the next item's, unrun.
+                reply = execute_reply(kernel, kernel.kc.execute(code, store_history=False, allow_stdin=False,
+                                                                 user_expressions=wanted, stop_on_error=False))
+            except KernelDied:
+                self.probe_status = "kernel_dead"
+                return
+            cut = self.end()
             if reply.get("status") != "ok" and item and cut == item and self.timeout is None:
                 line = cell_error(ANSI.sub("", "\n".join(reply.get("traceback") or [])))["line"]
                 with self.lock:
@@ -312,6 +347,11 @@ class ProbeHook:
             if item:
                 self.send_facts(item, reply)
         self.probe_status = "done"
+
+    def guarded(self, step: str, call: str) -> str:
+        """The kernel's code that runs ``call`` (a function and its arguments, as source)
+        as the step ``step`` of the checks (``PRELUDE``'s ``guarded``)."""
+        return f"__import__('sys').modules['_tied_saved'].guarded({self.aim_file or ''!r}, {step!r}, {call})"
 
     def send_facts(self, item: str, reply: dict) -> None:
         """The item's facts from the kernel's reply, as ``{"item", "facts"}`` down the
@@ -382,7 +422,9 @@ def main(job_path: str, channel_fd: int, deadline: float = math.inf, step: float
     # second per notebook.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     channel = os.fdopen(channel_fd, "wb")
-    hook = ProbeHook(job.spec, job.probe_module, job.items, channel, deadline, step)
+    sockets = kernels_on_unix_sockets()
+    hook = ProbeHook(job.spec, job.probe_module, job.items, channel, deadline, step,
+                     aim_file=os.path.join(sockets, "ctrl-c"))
     notebook = Path(job.notebook)
     missing = expected_outputs.missing_records(notebook)  # read before the kernel can write there
     args = [
@@ -390,7 +432,6 @@ def main(job_path: str, channel_fd: int, deadline: float = math.inf, step: float
         "--rootdir", str(notebook.parent), "-c", job.ini, "--color=no",
         "--nbval-kernel-startup-timeout", "60", "--nbval-sanitize-with", str(expected_outputs.SANITIZERS),
     ]
-    sockets = kernels_on_unix_sockets()
     threading.Thread(target=hook.watch_deadline, daemon=True).start()
     try:
         pytest.main(args, plugins=[hook])
