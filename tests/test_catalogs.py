@@ -72,9 +72,12 @@ def stubs() -> list[tuple[str, str, str]]:
 
 
 def test_catalogs_have_the_same_keys():
+    """A stub's hint included: ``grader release`` writes its English entry from the
+    solution's marker, and its Spanish and Korean ones are written by hand."""
     keys = {lang: set(catalog(lang)) for lang in LANGUAGES}
     for lang in LANGUAGES:
-        assert keys[lang] == keys["en"], f"{lang}: {keys[lang] ^ keys['en']}"
+        assert keys[lang] >= keys["en"], f"missing from grader/messages/{lang}/: {sorted(keys['en'] - keys[lang])}"
+        assert keys[lang] <= keys["en"], f"in grader/messages/{lang}/ only: {sorted(keys[lang] - keys['en'])}"
 
 
 def test_translations_keep_the_placeholders():
@@ -113,5 +116,5 @@ def test_every_stub_is_named_by_the_function_it_sits_in(chapter_id, function, hi
     ``grader release`` writes beside the English entry, from the same marker), never by
     its text: the key it records is the one whose English text the stub raises."""
     key = expected_outputs.for_chapter(chapter_id)["stub_hints"].get(function)
-    assert key and all(key in catalog(lang) for lang in LANGUAGES), f"{chapter_id}: {function}: no hint key"
+    assert key, f"{chapter_id}: {function}: no hint key"
     assert catalog("en")[key] == hint, f"{key}: the stub raises another text than the catalog's"

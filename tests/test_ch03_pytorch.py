@@ -9,7 +9,7 @@ import pytest
 import grader.pipeline.judge.items as judging
 from conftest import chapters
 from inprocess import notebook_namespace, public_args
-from test_ch04_gpt_head import message
+from messages import message
 from test_fair_variants import verdicts
 
 pytestmark = pytest.mark.skipif("03_pytorch" not in chapters(), reason="TIED_CHAPTERS leaves chapter 03 out")

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import chapters
 from inprocess import notebook_namespace, public_args
-from test_ch04_gpt_head import message
+from messages import message
 
 pytestmark = pytest.mark.skipif("05_mlm" not in chapters(), reason="TIED_CHAPTERS leaves chapter 05 out")
 

@@ -28,6 +28,7 @@ def test_pitfall_is_named(batch, pitfall):
     assert entry["chapter"] == pitfall.chapter
     got = {i["item"]: (i["verdict"] if i["verdict"] == "pass" else i["key"]) for i in entry["items"]}
     for item, want in pitfall.expect.items():
+        assert item in got, f"{pitfall.id} expects item {item}, which chapter {pitfall.chapter} does not grade"
         wanted = want if isinstance(want, set) else {want}
         assert got[item] in wanted, f"{item}: {got[item]} not in {wanted}"
     assert entry["points"] < entry["max_points"]

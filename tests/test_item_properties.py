@@ -28,8 +28,7 @@ import grader.comparisons as comparisons
 import grader.pipeline.judge.items as judging
 from conftest import chapters
 from grader import disk_cache
-from grader.authoring.release import hints
-from grader.chapters import chapter
+from grader.chapters import chapter, chapter_modules
 from grader.chapters import chapters as declared
 from grader.expected_outputs import is_checked
 from grader.i18n import LANGUAGES, catalog
@@ -37,7 +36,7 @@ from grader.kernel.runtime import decode, encode
 from grader.outputs.report import verdict_message
 from grader.registry import ErrorPattern, Symptom
 from inprocess import solution_facts
-from notebooks import solution
+from notebooks import region_names, solution
 from pitfalls import PITFALLS
 
 ITEMS = [(c, item.name) for c in chapters() for item in chapter(c).items]
@@ -147,6 +146,20 @@ def test_the_scan_reaches_every_kind_of_judge():
 
 
 @pytest.mark.parametrize("ch_id", chapters())
+def test_every_solution_region_is_graded(ch_id):
+    """A function or class that holds a ``### BEGIN SOLUTION`` region is the ``target`` of
+    some item of its chapter: a region added to the solution without its ``Item`` would
+    leave the student an exercise that nothing grades."""
+    graded = {item.target for item in chapter(ch_id).items}
+    for owner in region_names(ch_id):
+        symbol = owner.partition(".")[0]
+        assert symbol in graded, (
+            f"{ch_id}: {owner} holds a solution region in solutions/{ch_id}.ipynb, but no Item of "
+            f"the chapter grades {symbol}: add its Item to the Chapter's items in "
+            f"{chapter_modules()[ch_id].replace('.', '/')}.py")
+
+
+@pytest.mark.parametrize("ch_id", chapters())
 def test_every_finding_a_judge_can_give_is_promised(ch_id):
     missing = judged_keys(ch_id) - set(promised_keys(ch_id))
     assert not missing, f"{ch_id}: findings no promise names (add them to a Promise's keys): {sorted(missing)}"
@@ -173,15 +186,6 @@ def test_every_promised_key_is_the_diagnosis_of_a_pitfall(ch_id):
     assert not missing, f"{ch_id}: promised keys no pitfall of tests/pitfalls/ expects: {missing}"
     assert not waiting & pitfall_keys(ch_id), f"{ch_id}: has its pitfall now, drop it from NO_PITFALL_YET"
     assert waiting <= set(promised), f"{ch_id}: no longer promised, drop it from NO_PITFALL_YET"
-
-
-@pytest.mark.parametrize("ch_id", chapters())
-def test_every_stub_hint_is_in_spanish_and_korean(ch_id):
-    """``grader release`` writes the English hint from the solution's marker; the two
-    translations are written by hand, under the key it names."""
-    for key in hints(nbformat.read(solution(ch_id), as_version=4)):
-        for lang in ("es", "ko"):
-            assert key in catalog(lang), f"{key}: no {lang} translation in grader/messages/{lang}/"
 
 
 # What the student's code may hand back where a number was asked, each as a change of
@@ -279,6 +283,20 @@ def constructor_arguments(cls: type, args: tuple, kwargs: dict) -> dict:
     return dict(list(bound.items())[1:])
 
 
+# The frames Python (3.11) gives a comprehension or a generator expression of its own.
+COMPREHENSIONS = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"}
+
+
+def made_by_the_cell(frame: types.FrameType) -> bool:
+    """Is the caller ``frame`` the cell's own code: the cell's module frame, or a
+    comprehension whose enclosing frames reach it without passing through a function
+    (``[sample_next(...) for tau in ...]`` is the cell's call; a call inside a notebook
+    function is that function's)?"""
+    while frame.f_code.co_name in COMPREHENSIONS and frame.f_back is not None:
+        frame = frame.f_back
+    return frame.f_code.co_name == "<module>"
+
+
 def worked_example_calls(ch_id: str) -> dict[str, list[dict[str, list[np.ndarray]]]]:
     """Every call that a worked-example cell of the solution makes itself (not through
     another function) to a function or class of the notebook, by name: the arrays each
@@ -291,7 +309,7 @@ def worked_example_calls(ch_id: str) -> dict[str, list[dict[str, list[np.ndarray
     def recorded(name, function):
         @functools.wraps(function)
         def call(*args, **kwargs):
-            if sys._getframe(1).f_code.co_name == "<module>":  # the cell's own line
+            if made_by_the_cell(sys._getframe(1)):
                 made = constructor_arguments(function, args, kwargs) if inspect.isclass(function) else \
                     inspect.signature(function).bind(*args, **kwargs).arguments
                 calls.setdefault(name, []).append({k: arrays(v) for k, v in made.items()})

@@ -1,8 +1,11 @@
 """What a run of a notebook leaves behind that is no part of its content.
 
-Executing a solution writes the time of every cell (``metadata.execution``) and, for
-the check panel, the state of every widget model under fresh random ids
-(``metadata.widgets`` and each output's ``widget-view`` reference).  Kept, they turn a
+Executing a solution writes the time of every cell (``metadata.execution``), and the
+``check()`` cell's verdicts, which are the student's own result to come, not a worked
+example.  A widget a cell shows (an old check panel, a progress bar) adds its model's
+state under ids drawn at each run (``metadata.widgets`` and each output's
+``widget-view`` reference); the check panel draws none now, but a notebook saved by an
+older grader or a cell that shows a widget still holds them.  Kept, they turn a
 ten-line change of a solution into hundreds of changed lines in git, in the solution
 and again in the exercise released from it.  ``clean`` drops them; what a reader sees
 offline stays: an output's plain-text form, the worked examples' outputs and their
@@ -10,11 +13,19 @@ execution counts (``grader release`` requires those).
 """
 from __future__ import annotations
 
+import re
+
 import nbformat
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 NOTEBOOK_KEYS = ("widgets",)  # the widget models' state, under ids drawn at each run
 CELL_KEYS = ("execution",)  # when each cell started and ended (JupyterLab, nbclient)
+CHECK_CALL = re.compile(r"^[ \t]*(?:\w+[ \t]*=[ \t]*)?check\(", re.M)  # check("04_gpt_head"), r = check(...)
+
+
+def calls_check(cell) -> bool:
+    """Is ``cell`` the code cell that runs the in-notebook ``check()``?"""
+    return cell.cell_type == "code" and bool(CHECK_CALL.search(cell.source))
 
 
 def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -24,6 +35,8 @@ def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for cell in nb.cells:
         for key in CELL_KEYS:
             cell.metadata.pop(key, None)
+        if calls_check(cell):
+            cell.outputs, cell.execution_count = [], None
         for output in cell.get("outputs", []):
             output.get("data", {}).pop(WIDGET_VIEW, None)
     return nb

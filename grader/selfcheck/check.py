@@ -14,12 +14,14 @@ says what it is doing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import io
 import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import grader.pipeline.judge.items as judging
@@ -37,7 +39,6 @@ DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation 
 AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
 QUIET = 1.0  # seconds of silence before the check says what it is doing
 CHECKED: list[str] = []  # the chapters checked in this kernel so far
-BLANK = {"text/html": ""}  # what the "Checking…" line becomes once the verdicts are in
 
 
 class CheckTimedOut(BaseException):
@@ -68,14 +69,17 @@ def time_limit(seconds: float, stuck: dict, name: str):
         signal.signal(signal.SIGALRM, before)
 
 
-def kernel_display(message: str):
-    """Show ``message`` in the notebook as an output that can be blanked later (its
-    handle), or None outside a Jupyter kernel."""
+def kernel_display(message: str) -> Callable[[], None] | None:
+    """Show ``message`` in the notebook, and return what takes it back; None outside a
+    Jupyter kernel.  Taking it back clears the cell's outputs when the next one (the
+    verdicts) arrives: a display updated to nothing would stay in the saved notebook as
+    an empty output, so the cell that calls ``check()`` holds its verdicts only."""
     if not in_kernel():
         return None
-    from IPython.display import display
+    from IPython.display import clear_output, display
 
-    return display({"text/plain": message}, raw=True, display_id=True)
+    display({"text/plain": message}, raw=True)
+    return functools.partial(clear_output, wait=True)
 
 
 @contextlib.contextmanager
@@ -86,10 +90,10 @@ def saying_what_it_does(message: str):
     out, shown = sys.stdout, []
 
     def say() -> None:
-        handle = kernel_display(message)
-        if handle is None:
+        take_back = kernel_display(message)
+        if take_back is None:
             print(message, file=out, flush=True)
-        shown.append(handle)
+        shown.append(take_back)
 
     timer = threading.Timer(QUIET, say)
     timer.daemon = True
@@ -100,9 +104,9 @@ def saying_what_it_does(message: str):
     finally:
         timer.cancel()
         timer.join()
-        for handle in shown:
-            if handle is not None:
-                handle.update(BLANK, raw=True)  # no text: an empty text leaves an empty <pre>
+        for take_back in shown:
+            if take_back is not None:
+                take_back()
 
 
 def timed_out(item, facts: list, seconds: float, stuck: dict) -> Verdict | None:
