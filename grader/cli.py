@@ -87,7 +87,7 @@ def parser() -> argparse.ArgumentParser:
     def limits(p):
         p.add_argument("--timeout", type=positive(float), default=120.0,
                        help="seconds per notebook (default 120); a cell or an item's checks still running after "
-                            "half of it is stopped, and the rest goes on")
+                            "half of it (after a first one, half of what is left) is stopped, and the rest goes on")
         p.add_argument("--memory", type=positive(float), default=4.0, help="GiB per notebook (default 4)")
         p.add_argument("--sandbox", action="store_true",
                        help="run each notebook in its own namespaces and cgroups (needs bubblewrap)")

@@ -187,13 +187,36 @@ def test_a_pass_with_the_books_version_of_a_missing_class_says_so_in_every_langu
     from grader.result import Result
 
     ch = chapter("01_linen")
-    found = with_stand_in_notes(ch, [Verdict("TiedIO.__call__", 0, 2, FAIL, Finding("common.missing", {"name": "x"})),
-                                     Verdict("tied_io_embed", 3, 3, PASS)])
+    uses = ["def tied_io_embed(ids, V, D):\n    model = TiedIO(vocab_size=V, d_model=D)\n"]
+    verdicts = [Verdict("TiedIO.__call__", 0, 2, FAIL, Finding("common.missing", {"name": "x"})),
+                Verdict("tied_io_embed", 3, 3, PASS)]
+    found = with_stand_in_notes(ch, verdicts, uses)
     assert found[1].status == PASS and found[1].points == 3
     for lang in ("en", "es", "ko"):
         message = as_dict(Result(Path("x.ipynb"), ch.id, verdicts=found), lang)["items"][1]["message"]
         assert message.count("TiedIO") == 2, message
-    assert with_stand_in_notes(ch, [Verdict("tied_io_embed", 3, 3, PASS)])[0].finding is None
+    assert with_stand_in_notes(ch, [Verdict("tied_io_embed", 3, 3, PASS)], uses)[0].finding is None
+    # A tied_io_embed that never uses TiedIO is not told that the book's TiedIO stood in.
+    own = ["def tied_io_embed(ids, V, D):\n    return my_own_model(ids)\n"]
+    assert with_stand_in_notes(ch, verdicts, own)[1].finding is None
+
+
+def test_no_stand_in_note_for_a_model_that_does_not_use_the_stood_in_function():
+    """A TinyLM that ties by itself (never calling tie_weights) is not told that the
+    book's tie_weights stood in for the student's failing one (a cold read found it)."""
+    from grader.chapters import chapter
+    from grader.outcome import Finding
+    from grader.pipeline.judge.items import FAIL, PASS, Verdict, with_stand_in_notes
+
+    ch = chapter("03_pytorch")
+    verdicts = [Verdict("tie_weights", 0, 1, FAIL, Finding("pytorch.copied", {})),
+                Verdict("TinyLM.forward", 2, 2, PASS)]
+    by_itself = ["class TinyLM(nn.Module):\n    def __init__(self, V, d):\n"
+                 "        self.lm_head.weight.data = self.embed.weight.data\n"]
+    calls_it = ["class TinyLM(nn.Module):\n    def __init__(self, V, d):\n"
+                "        tie_weights(self.lm_head, self.embed)\n"]
+    assert with_stand_in_notes(ch, verdicts, by_itself)[1].finding is None
+    assert with_stand_in_notes(ch, verdicts, calls_it)[1].finding.key == "common.passes_with_reference"
 
 
 def test_a_misspelt_name_is_pointed_at(tmp_path):

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import grader
-from grader import disk_cache
+from grader import disk_cache, stopping
 from grader.chapters import chapter
 from grader.i18n import LANGUAGES
 from grader.outcome import PASS, TIMEOUT
@@ -107,15 +107,16 @@ def test_a_stuck_item_and_a_stuck_cell_are_named_in_every_language():
     ch = chapter(NUMPY_CHAPTER)
     shown = [(2, "import numpy as np"), (5, "while True:")]
     summary = {"cells": [{"cell": 0, "passed": True},
-                         {"cell": 1, "passed": False, "timed_out": True,
+                         {"cell": 1, "passed": False, "timed_out": 10.0,
                           "error": {"type": "KeyboardInterrupt", "message": "", "line": "x += 1"}}],
-               "probes": "done", "stuck": {"sample_next": "while True:"}}
+               "probes": "done", "stuck": {"sample_next": "while True:"}, "stuck_after": {"sample_next": 2.5}}
     found = judged(ch, summary, "", shown)
     for lang in LANGUAGES:
         items = items_of(Result(ROOT / "x.ipynb", ch.id, verdicts=found), lang)
         assert items["notebook"]["verdict"] == TIMEOUT and "5" in items["notebook"]["message"]
         assert "x += 1" in items["notebook"]["message"] and "10" in items["notebook"]["message"]
         assert items["sample_next"]["verdict"] == TIMEOUT and "while True:" in items["sample_next"]["message"]
+        assert any(f"2{mark}5" in items["sample_next"]["message"] for mark in ".,")  # the seconds it was given
         assert all("--timeout" in items[name]["message"] for name in ("notebook", "sample_next"))
     # no facts came for the others: not judged, yet not called timeouts either
     assert all(v.status != TIMEOUT for v in found if v.item not in ("notebook", "sample_next"))
@@ -146,9 +147,11 @@ def test_a_cell_running_when_the_notebook_time_ran_out_says_so():
 
 
 @pytest.mark.parametrize("summary", [
-    {"cells": [{"cell": 0, "passed": False, "timed_out": 1}], "probes": "done"},
     {"cells": [], "probes": "done", "stuck": ["sample_next"]},
     {"cells": [], "probes": "done", "stuck": {"sample_next": 3}},
+    {"cells": [{"cell": 0, "passed": False, "timed_out": True}], "probes": "done"},
+    {"cells": [{"cell": 0, "passed": False, "timed_out": -1}], "probes": "done"},
+    {"cells": [], "probes": "done", "stuck": {"sample_next": ""}, "stuck_after": {"sample_next": "5"}},
     {"cells": [], "probes": "timeout", "timeout": {"where": "checks", "item": 3, "line": ""}},
 ])
 def test_a_summary_of_another_shape_is_refused(summary):
@@ -156,12 +159,33 @@ def test_a_summary_of_another_shape_is_refused(summary):
 
 
 def test_the_shapes_the_worker_writes_are_accepted():
-    assert valid_summary({"cells": [{"cell": 0, "passed": False, "timed_out": True}], "probes": "done",
-                          "stuck": {"sample_next": ""},
+    assert valid_summary({"cells": [{"cell": 0, "passed": False, "timed_out": 4.0}], "probes": "done",
+                          "stuck": {"sample_next": ""}, "stuck_after": {"sample_next": 2.5},
                           "timeout": {"where": "checks", "item": "sample_next", "line": ""}})
 
 
 # ---------------------------------------------------------------- the worker's watch, no kernel
+
+def test_after_a_step_was_cut_each_stuck_step_takes_at_most_half_of_the_time_left():
+    """A function that hangs is called by several cells and by its item's checks (a cold
+    read: one hanging helper, cut in two cells at half of --timeout each, left no time for
+    any other item).  The first stuck step gets its whole step; after a cut each step gets
+    at most half of what is left, so the rest always keeps as much as the stuck one took."""
+    hook = ProbeHook("spec.json", "grader.chapters.gpt_head.probe", [], io.BytesIO(),
+                     deadline=time.monotonic() + 100, step=50)
+    with hook.lock:
+        hook.begin(0)
+    assert hook.limit == 50
+    hook.cut_after = hook.limit  # the watch cut it
+    hook.deadline = time.monotonic() + 40  # 40 s left
+    with hook.lock:
+        hook.begin(1)
+    assert 19 < hook.limit <= 20
+    hook.deadline = time.monotonic() + 200  # more left than the step: the step holds
+    with hook.lock:
+        hook.begin("checks")
+    assert hook.limit == 50
+
 
 def test_the_watch_cuts_a_step_at_its_end_and_stops_when_the_notebook_ends():
     hook = ProbeHook("spec.json", "grader.chapters.gpt_head.probe", [], io.BytesIO(), step=0.05)
@@ -191,12 +215,22 @@ def test_without_any_limit_the_watch_waits_until_the_notebook_ends():
 
 @pytest.fixture
 def guarded():
-    """The kernel's ``guarded``, run in this process; this process stands for the kernel."""
+    """The kernel's ``guarded``, run in this process; this process stands for the kernel.
+
+    The Ctrl-Cs these tests send go to this process: they must not reach the grader's
+    own Ctrl-C catching (``grader.stopping``), which an earlier test in this process may
+    have set up, or every later grading here would stop as if the user pressed Ctrl-C
+    (``stopping.requested()`` reads the signal's wakeup pipe)."""
     scope = {"saved": SimpleNamespace(open=open), "signal": signal}
     exec(compile(GUARD, "<tied-guard>", "exec"), scope)
-    previous = signal.getsignal(signal.SIGINT)
-    yield scope["guarded"]
-    signal.signal(signal.SIGINT, previous)
+    previous, stopped_before = signal.getsignal(signal.SIGINT), stopping.requested()
+    wakeup = signal.set_wakeup_fd(-1)
+    try:
+        yield scope["guarded"]
+    finally:
+        signal.set_wakeup_fd(wakeup)
+        signal.signal(signal.SIGINT, previous)
+    assert stopping.requested() == stopped_before
 
 
 THIS_PROCESS = SimpleNamespace(km=SimpleNamespace(provisioner=SimpleNamespace(

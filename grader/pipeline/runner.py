@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from grader import disk_cache, expected_outputs
-from grader.cells import code_cells
+from grader.cells import code_cells, source_text
 from grader.chapters import chapter
 from grader.outcome import Finding
 from grader.pipeline.judge.broken_cells import with_broken_cells
@@ -57,7 +57,8 @@ def grade(path: Path, limits: Limits = Limits(), expected_chapter: str | None = 
     cells = json.loads(sub.data.decode("utf-8"))["cells"]
     judged = judge_notebook(ch, facts, summary, stopped, disk_cache, code_cells(cells), timeout_s=limits.timeout,
                       step_s=limits.step_seconds, memory_bytes=limits.memory)
-    found = with_broken_cells(with_dtype_sources(with_stand_in_notes(ch, judged)), cells)
+    sources = [source_text(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+    found = with_broken_cells(with_dtype_sources(with_stand_in_notes(ch, judged, sources)), cells)
     result = Result(path, sub.chapter, sub.sha256, found, log=log)
     result.seconds = time.monotonic() - start
     return result
@@ -116,23 +117,31 @@ def _strings(record, keys) -> bool:
     return isinstance(record, dict) and all(isinstance(record.get(k), str) for k in keys)
 
 
+def _seconds(value) -> bool:
+    """A step's time limit as the worker sends it: a positive number of seconds."""
+    return type(value) in (int, float) and 0 < value < 1e6
+
+
 def valid_summary(summary) -> bool:
-    """Has ``summary`` the shape the worker writes?  ``{"cells": [{"cell": int,
-    "passed": bool, "error"?: {"type", "message", "line": str}, "timed_out"?: true}],
-    "probes": str, "stuck"?: {item: line}, "timeout"?: {"where": "start" | "checks" | "cell",
-    "cell": int (in a cell), "item"?: str, "line": str}}``"""
+    """Has ``summary`` the shape the worker writes?  ``{"cells": [{"cell": int, "passed":
+    bool, "error"?: {"type", "message", "line": str}, "timed_out"?: seconds it had}],
+    "probes": str, "stuck"?: {item: line}, "stuck_after"?: {item: seconds}, "timeout"?:
+    {"where": "start" | "checks" | "cell", "cell": int (in a cell), "item"?: str, "line": str}}``"""
     if not isinstance(summary, dict) or not isinstance(summary.get("probes"), str):
         return False
     cells = summary.get("cells")
     if not isinstance(cells, list) or not all(
         isinstance(c, dict) and type(c.get("cell")) is int and type(c.get("passed")) is bool
         and ("error" not in c or _strings(c["error"], ("type", "message", "line")))
-        and c.get("timed_out", True) is True
+        and ("timed_out" not in c or _seconds(c["timed_out"]))
         for c in cells
     ):
         return False
     stuck = summary.get("stuck", {})
     if not isinstance(stuck, dict) or not all(isinstance(line, str) for line in stuck.values()):
+        return False
+    after = summary.get("stuck_after", {})
+    if not isinstance(after, dict) or not all(_seconds(s) for s in after.values()):
         return False
     timeout = summary.get("timeout")
     return timeout is None or (_strings(timeout, ("where", "line")) and timeout["where"] in ("start", "checks", "cell")

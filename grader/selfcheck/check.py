@@ -134,7 +134,9 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
         finding = in_kernel_frame(verdict.finding, namespace, cells)
         found.append(verdict if finding is verdict.finding else
                      Verdict(item.name, 0, item.points, verdict.status, finding))
-    return judging.with_dtype_sources(judging.with_stand_in_notes(ch, found))
+    history = namespace.get("_ih")  # the code this kernel ran, newest last
+    sources = [str(s) for s in history] if isinstance(history, list) else []
+    return judging.with_dtype_sources(judging.with_stand_in_notes(ch, found, sources))
 
 
 def _resolve(target):

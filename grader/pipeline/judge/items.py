@@ -180,12 +180,39 @@ def with_dtype_sources(verdicts: list[Verdict]) -> list[Verdict]:
     return [met(v) for v in verdicts]
 
 
-def with_stand_in_notes(ch: Chapter, verdicts: list[Verdict]) -> list[Verdict]:
+def refers_to(sources: Sequence[str], target: str, name: str) -> bool:
+    """Does the notebook's last definition of ``target`` (a class or function at a cell's
+    top level) use ``name``?  True when no definition can be read: the note is then
+    given, as before anything is known."""
+    import ast
+
+    found = None
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == target:
+                found = node
+    if found is None:
+        return True
+    return any(isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name
+               for n in ast.walk(found))
+
+
+def with_stand_in_notes(ch: Chapter, verdicts: list[Verdict], sources: Sequence[str]) -> list[Verdict]:
     """An item judged with the book's version of another (``Item.stands_on``) passes
-    on its own merits; where that other's items fail, its line says so, since the
+    on its own merits; where that other's items fail and the student's code (its
+    ``sources``, the notebook's code cells) uses it, its line says so, since the
     notebook's own cells still run the student's version."""
     failing = {item.target for item in ch.items for v in verdicts if v.item == item.name and v.status != PASS}
     items = {item.name: item for item in ch.items}
+
+    def noted(v: Verdict) -> bool:
+        item = items.get(v.item)
+        return (item is not None and item.stands_on in failing and v.status == PASS and v.finding is None
+                and refers_to(sources, item.target, item.stands_on))
+
     return [replace(v, finding=Finding("common.passes_with_reference", {"name": items[v.item].stands_on}))
-            if v.item in items and items[v.item].stands_on in failing and v.status == PASS and v.finding is None
-            else v for v in verdicts]
+            if noted(v) else v for v in verdicts]

@@ -46,19 +46,21 @@ def judge_notebook(ch: Chapter, facts: dict, summary: dict, stopped: str, known:
 
     On a timeout the worker's summary says where the code was stuck, in a cell or in
     an item's checks, and at which line: that verdict quotes it, and says how to give
-    it more time.  A cell or an item's checks interrupted after ``step_s``
+    it more time.  A cell or an item's checks interrupted at the end of its time (the
+    seconds it had come with it: ``step_s``, then half of what was left)
     let the rest go on: only that cell's (the notebook item) or that item's verdict is
     a timeout.  ``shown`` names the cells (``notebook_item_verdict``).
     """
-    seconds, more, step = f"{timeout_s:g}", "ui.more_time_terminal", f"{step_s:g}"
+    seconds, more = f"{timeout_s:g}", "ui.more_time_terminal"
     done = {
         item.name: judging.judge_records(ch, item, facts[item.name], known)
         for item in ch.items
         if item.name in facts
     }
-    stuck = summary.get("stuck", {})
+    stuck, after = summary.get("stuck", {}), summary.get("stuck_after", {})
     done.update({item.name: Verdict(item.name, 0, item.points, TIMEOUT, Finding(
-        "common.timeout_in_check", {"seconds": step, "line": stuck[item.name], "more_key": more}))
+        "common.timeout_in_check", {"seconds": f"{after.get(item.name, step_s):g}", "line": stuck[item.name],
+                                    "more_key": more}))
         for item in ch.items if item.name in stuck and item.name not in done})
     timeout = summary.get("timeout")
     if stopped == TIMEOUT or timeout is not None:
@@ -79,12 +81,12 @@ def judge_notebook(ch: Chapter, facts: dict, summary: dict, stopped: str, known:
             found[at] = replace(found[at], finding=Finding(  # its line was running, not the mistake
                 "common.timeout_notebook_in_check", {"seconds": seconds, "line": timeout["line"], "more_key": more,
                                                      "line_label": "ui.running_line"}))
-        return [cell_verdict(cells or [], shown, ch.id, step)] + found
+        return [cell_verdict(cells or [], shown, ch.id)] + found
     if timeout is not None and timeout["where"] == "cell":
         finding = cell_timeout(timeout["cell"], timeout["line"], seconds, shown, "common.timeout_notebook_in_cell")
     if stopped or timeout is not None or cells is None:
         return [Verdict(NOTEBOOK_ITEM, 0, 1, status, finding)] + found
-    return [cell_verdict(cells, shown, ch.id, step)] + found
+    return [cell_verdict(cells, shown, ch.id)] + found
 
 
 def cell_timeout(cell: int, line: str, seconds: str, shown: Sequence[tuple[int, str]],
@@ -97,12 +99,12 @@ def cell_timeout(cell: int, line: str, seconds: str, shown: Sequence[tuple[int, 
                                "more_key": "ui.more_time_terminal", **running}), list(shown))
 
 
-def cell_verdict(cells: list[dict], shown: Sequence[tuple[int, str]], chapter_id: str, step: str) -> Verdict:
+def cell_verdict(cells: list[dict], shown: Sequence[tuple[int, str]], chapter_id: str) -> Verdict:
     """The ``notebook`` item once the notebook has run: a timeout naming the first
     failing cell when the worker interrupted it after ``step`` seconds, else
     ``notebook_item_verdict``."""
     first = next((c for c in cells if not c["passed"]), {})
-    if first.get("timed_out"):
-        return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT,
-                       cell_timeout(first["cell"], first.get("error", {}).get("line", ""), step, shown))
+    if first.get("timed_out"):  # the seconds it had been given
+        return Verdict(NOTEBOOK_ITEM, 0, 1, TIMEOUT, cell_timeout(
+            first["cell"], first.get("error", {}).get("line", ""), f"{first['timed_out']:g}", shown))
     return notebook_item_verdict(cells, shown, expected_outputs.example_lines(chapter_id), chapter_id)

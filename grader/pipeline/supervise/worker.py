@@ -47,6 +47,7 @@ from grader.kernel.runtime import shorten
 from grader.pipeline.prepare.job import read as read_job
 from grader.pipeline.prepare.probe_bundle import probe_source
 from grader.pipeline.supervise.process_tree import kill_descendants
+from grader.pipeline.supervise.supervisor import STEP_SHARE
 
 
 class KernelDied(RuntimeError):
@@ -164,6 +165,11 @@ del _tied_prelude
 """
 
 
+def seconds_given(limit: float) -> float:
+    """A step's time limit as its message says it (a tenth of a second at least)."""
+    return max(round(limit, 1), 0.1)
+
+
 class ProbeHook:
     """pytest plugin: records each cell's outcome and runs the probes after the last."""
 
@@ -180,8 +186,11 @@ class ProbeHook:
         self.lock = threading.Lock()  # between pytest's thread and the deadline's
         self.wake = threading.Condition(self.lock)  # the deadline's thread: a step began or all ended
         self.step_ends = math.inf  # when the cell or item's checks running now is interrupted
+        self.limit = math.inf  # the seconds it was given
+        self.cut_after = math.inf  # the seconds the step interrupted at its end had been given
         self.cut: int | str | None = None  # the step interrupted at its end (a cell, an item), until it reports
         self.stuck: dict[str, str] = {}  # item → the line its checks were interrupted at
+        self.stuck_after: dict[str, float] = {}  # item → the seconds its checks had been given
         self.session = None
         self.kernel = None
         self.running: int | str = "start"  # the cell being run, or "start", or "checks"
@@ -196,8 +205,15 @@ class ProbeHook:
         self.session = session
 
     def begin(self, step: int | str) -> None:
-        """``step`` (a cell's number, or an item's name) starts now (called with ``self.lock`` held)."""
-        self.step_ends, self.cut = time.monotonic() + self.step, None
+        """``step`` (a cell's number, or an item's name) starts now (called with ``self.lock`` held).
+
+        It may run for ``step`` seconds; once a step has been cut, never for more than
+        ``STEP_SHARE`` of the notebook's time left: a function that hangs is called by
+        several cells and by its item's checks, and each stuck step after the first leaves
+        the rest at least as much as it took."""
+        now = time.monotonic()
+        self.limit = self.step if self.cut_after == math.inf else min(self.step, STEP_SHARE * (self.deadline - now))
+        self.step_ends, self.cut = now + self.limit, None
         if isinstance(step, int):
             self.running = step
         self.wake.notify_all()
@@ -223,7 +239,7 @@ class ProbeHook:
                     left = min(self.deadline, self.step_ends) - now
                     self.wake.wait(None if left == math.inf else left)  # no time limit: until woken
                     continue
-                self.step_ends, self.cut = math.inf, self.probing or self.running
+                self.step_ends, self.cut, self.cut_after = math.inf, self.probing or self.running, self.limit
                 self.wake.notify_all()
                 if self.kernel is not None:
                     interrupt(self.kernel, self.aim_file, str(self.cut))
@@ -245,7 +261,7 @@ class ProbeHook:
         with self.lock:
             summary: dict[str, Any] = {"cells": self.cells + list(extra_cells), "probes": self.probe_status}
             if self.stuck:
-                summary["stuck"] = dict(self.stuck)
+                summary["stuck"], summary["stuck_after"] = dict(self.stuck), dict(self.stuck_after)
             if self.timeout is not None:
                 summary["timeout"] = {"line": "", **self.timeout}
                 if self.timeout.get("where") == "cell":  # the interrupted cell's traceback names the line
@@ -269,7 +285,7 @@ class ProbeHook:
             return
         record = {"cell": getattr(item, "cell_num", -1), "passed": report.passed}
         if self.end() == record["cell"] and not report.passed:
-            record["timed_out"] = True  # interrupted at the end of its time: the error names the line
+            record["timed_out"] = seconds_given(self.cut_after)  # interrupted at the end of its time
         if not report.passed and call.excinfo is not None:
             exc = call.excinfo.value
             if isinstance(exc, KernelDied) or "Kernel dead" in str(exc):
@@ -340,6 +356,7 @@ class ProbeHook:
                 line = cell_error(ANSI.sub("", "\n".join(reply.get("traceback") or [])))["line"]
                 with self.lock:
                     self.stuck[item] = line
+                    self.stuck_after[item] = seconds_given(self.cut_after)
                 continue  # stuck on this item's checks: the next item's run
             if reply.get("status") != "ok":
                 self.checks_stopped(reply)
