@@ -14,14 +14,12 @@ says what it is doing.
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
 import io
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import grader.pipeline.judge.items as judging
@@ -39,6 +37,7 @@ DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation 
 AGAIN = 0.05  # after an item's time is up, each of its remaining cases stops this soon
 QUIET = 1.0  # seconds of silence before the check says what it is doing
 CHECKED: list[str] = []  # the chapters checked in this kernel so far
+BLANK = {"text/html": ""}  # what the "Checking…" line becomes once the verdicts are in
 
 
 class CheckTimedOut(BaseException):
@@ -69,17 +68,14 @@ def time_limit(seconds: float, stuck: dict, name: str):
         signal.signal(signal.SIGALRM, before)
 
 
-def kernel_display(message: str) -> Callable[[], None] | None:
-    """Show ``message`` in the notebook, and return what takes it back; None outside a
-    Jupyter kernel.  Taking it back clears the cell's outputs when the next one (the
-    verdicts) arrives: a display updated to nothing would stay in the saved notebook as
-    an empty output, so the cell that calls ``check()`` holds its verdicts only."""
+def kernel_display(message: str):
+    """Show ``message`` in the notebook as an output that can be blanked later (its
+    handle), or None outside a Jupyter kernel."""
     if not in_kernel():
         return None
-    from IPython.display import clear_output, display
+    from IPython.display import display
 
-    display({"text/plain": message}, raw=True)
-    return functools.partial(clear_output, wait=True)
+    return display({"text/plain": message}, raw=True, display_id=True)
 
 
 @contextlib.contextmanager
@@ -90,10 +86,10 @@ def saying_what_it_does(message: str):
     out, shown = sys.stdout, []
 
     def say() -> None:
-        take_back = kernel_display(message)
-        if take_back is None:
+        handle = kernel_display(message)
+        if handle is None:
             print(message, file=out, flush=True)
-        shown.append(take_back)
+        shown.append(handle)
 
     timer = threading.Timer(QUIET, say)
     timer.daemon = True
@@ -104,9 +100,9 @@ def saying_what_it_does(message: str):
     finally:
         timer.cancel()
         timer.join()
-        for take_back in shown:
-            if take_back is not None:
-                take_back()
+        for handle in shown:
+            if handle is not None:
+                handle.update(BLANK, raw=True)  # no text: an empty text leaves an empty <pre>
 
 
 def timed_out(item, facts: list, seconds: float, stuck: dict) -> Verdict | None:
