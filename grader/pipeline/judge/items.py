@@ -7,7 +7,6 @@ out: nothing here reads a file or a catalog.
 """
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import replace
@@ -15,11 +14,9 @@ from typing import Protocol
 
 import numpy as np
 
-from grader.chapters.source_checks import parse
 from grader.expected_outputs import given_lines, stub_hint
 from grader.kernel.runtime import decode
 from grader.outcome import FAIL, PASS, Finding, Verdict
-from grader.pipeline.judge.broken_cells import python_source
 from grader.registry import Case, Chapter, ErrorPattern, Item
 
 
@@ -187,10 +184,15 @@ def refers_to(sources: Sequence[str], target: str, name: str) -> bool:
     """Does the notebook's last definition of ``target`` (a class or function at a cell's
     top level) use ``name``?  True when no definition can be read: the note is then
     given, as before anything is known."""
+    import ast
+
     found = None
     for source in sources:
-        tree = parse(python_source(source))  # None for a cell that does not parse (or nests too deep)
-        for node in tree.body if tree is not None else ():
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # as source_checks.parse: never raise
+            continue
+        for node in tree.body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == target:
                 found = node
     if found is None:
