@@ -53,3 +53,10 @@ def test_every_page_links_to_the_repository():
 def test_start_here_comes_right_after_the_intro():
     listed = [page.relative_to(HTML).as_posix() for page in toc_pages()]
     assert listed[:2] == ["book/intro.html", "book/start_here.html"], listed[:3]
+
+
+def test_the_readme_clones_the_config_s_repository():
+    """The README cannot render from the config, so it is held to it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    url = CONFIG["repository"]["url"]
+    assert f"git clone {url} && cd {folder_name(url)}" in readme
