@@ -17,7 +17,8 @@ import pytest
 
 from built_book import HTML, served_book, toc_pages
 
-NO_FIGURE = ("glossary", "bibliography")
+# Reference pages, and the Start here page (setup and reading paths, nothing to draw).
+NO_FIGURE = ("glossary", "bibliography", "start_here")
 SMALLEST_TEXT_PX = 11
 
 
