@@ -1,7 +1,8 @@
 """The book's figures, in the built HTML: numbered, captioned, named by their number in the
 text, described by their alt text, drawn as SVG whose text stays text, and legible on a phone.
 
-Every page of the table of contents but the glossary and the bibliography has a figure, and
+Every page of the table of contents but the reference pages (notation, glossary,
+bibliography) has a figure, and
 every chapter (01 with 01a and 01b, ...) two or more. Then, in headless chromium at 390×844
 with the network off, each figure's SVG is drawn at the size the page gives its image, and
 its smallest text must be 11 px or more.
@@ -18,7 +19,7 @@ import pytest
 from built_book import HTML, served_book, toc_pages
 
 # Reference pages, and the Start here page (setup and reading paths, nothing to draw).
-NO_FIGURE = ("glossary", "bibliography", "start_here")
+NO_FIGURE = ("notation", "glossary", "bibliography", "start_here")
 SMALLEST_TEXT_PX = 11
 
 

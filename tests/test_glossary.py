@@ -1,16 +1,19 @@
 """The Spanish and Korean notes and the grader's messages use the glossary's one translation
 per term.
 
-``book/glossary.md`` holds two tables: the terms (English, Spanish, Korean) and the variants
-that they rule out.  The test reads the second one, cuts every note and every catalog message
-into words, and looks for each variant as a sequence of words, after removing the glossary's
-own form (a LayerNorm inside *normalización de capa (LayerNorm)* is the term, not a slip).
-Inline code (`...`) and math ($...$) are not prose: they are removed first, except a warning's
-class name, which the rule on *lanzar* needs.
+``book/glossary.md``, the reader's glossary, gives each term a definition, the page that
+teaches it and its Spanish and Korean words.  The translators' rules are in the
+contributors' guide, ``docs/translation.md``: the everyday words the book spells one way, the
+variants ruled out and the short forms.  The test reads the variants, cuts every note and
+every catalog message into words, and looks for each variant as a sequence of words, after
+removing the glossary's own form (a LayerNorm inside *normalización de capa (LayerNorm)* is
+the term, not a slip).  Inline code (`...`) and math ($...$) are not prose: they are removed
+first, except a warning's class name, which the rule on *lanzar* needs.
 """
 import json
 import re
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +21,7 @@ from notebooks import ROOT
 
 BOOK = ROOT / "book"
 GLOSSARY = BOOK / "glossary.md"
+RULES = ROOT / "docs" / "translation.md"
 PAGES = sorted(p for p in BOOK.glob("*.md") if p.stem not in ("glossary", "bibliography"))
 CATALOGS = sorted((ROOT / "grader" / "messages").glob("[ek][so]/*.json"))
 NOTE = re.compile(r"```\{admonition\} (?:🇪🇸 Nota|🇰🇷 참고)\n:class: [^\n]*\blang-(es|ko)\b[^\n]*\n(.*?)```", re.S)
@@ -36,23 +40,37 @@ def cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
-def tables() -> list[list[list[str]]]:
-    """Each Markdown table of the glossary, as rows of cells, without header and rule."""
+def tables(path: Path) -> list[tuple[list[str], list[list[str]]]]:
+    """Each Markdown table of ``path``, as (header, rows of cells without header and rule)."""
     found, rows = [], []
-    for line in GLOSSARY.read_text(encoding="utf-8").splitlines() + [""]:
+    for line in path.read_text(encoding="utf-8").splitlines() + [""]:
         if line.startswith("|"):
             rows.append(cells(line))
         elif rows:
-            found.append([r for r in rows[2:]])
+            found.append((rows[0], rows[2:]))
             rows = []
     return found
+
+
+def table(path: Path, *header: str) -> list[list[str]]:
+    """The rows of every table of ``path`` whose header starts with ``header``."""
+    rows = [row for head, body in tables(path) if head[:len(header)] == list(header) for row in body]
+    assert rows, f"{path.relative_to(ROOT)} has no table headed {' | '.join(header)}"
+    return rows
+
+
+def terms() -> list[tuple[str, str, str]]:
+    """(English, Spanish, Korean) of every term: the glossary's and the everyday words'."""
+    glossary = [(row[0], row[3], row[4]) for row in table(GLOSSARY, "English", "what it means")]
+    everyday = [tuple(row) for row in table(RULES, "English", "Español", "한국어")]
+    return glossary + everyday
 
 
 @cache
 def rules() -> dict[str, list[tuple[list[str], str, list[list[str]]]]]:
     """language -> [(variant's words, what to use instead, allowed forms' words)]."""
     out: dict[str, list] = {"es": [], "ko": []}
-    for lang, variant, instead, allowed in tables()[1]:
+    for lang, variant, instead, allowed in table(RULES, "language", "variant"):
         variant = variant.strip("`")
         kept = [instead] + [a.strip("`") for a in allowed.split(" · ") if a]
         out[lang].append((variant.lower().split(), instead, [tokens(a) for a in kept]))
@@ -62,9 +80,9 @@ def rules() -> dict[str, list[tuple[list[str], str, list[list[str]]]]]:
 @cache
 def short_forms() -> dict[str, list[tuple[list[str], list[list[str]]]]]:
     """language -> [(short form's words, the terms' words, the glossary's first)]: the
-    third table, whose short form may stand alone only after one of its terms."""
+    short forms' table, whose short form may stand alone only after one of its terms."""
     out: dict[str, list] = {"es": [], "ko": []}
-    for lang, short, term, others in tables()[2]:
+    for lang, short, term, others in table(RULES, "language", "short form"):
         terms = [term] + [o.strip("`") for o in others.split(" · ") if o]
         out[lang].append((short.strip("`").lower().split(), [tokens(t) for t in terms]))
     return out
@@ -162,9 +180,9 @@ def test_korean_gives_the_english_term_once_per_chapter(page):
 
 
 def test_the_glossary_gives_one_translation_per_term():
-    terms = tables()[0]
-    assert len(terms) > 30
-    for english, spanish, korean in terms:
+    found = terms()
+    assert len(found) > 30
+    for english, spanish, korean in found:
         for cell in (spanish, korean):
             # "tied / untied" pairs two terms; any other slash would offer a second translation.
             assert cell.count(" / ") == english.count(" / "), (english, cell)
@@ -172,11 +190,30 @@ def test_the_glossary_gives_one_translation_per_term():
 
 def test_every_short_form_names_its_term():
     assert all(terms and all(terms) for forms in short_forms().values() for _, terms in forms)
-    assert short_forms()["es"], "the third table holds the short forms"
+    assert short_forms()["es"], "docs/translation.md's short forms table holds them"
+
+
+def test_every_glossary_term_is_defined_and_linked_to_its_page():
+    """A glossary that teaches: a sentence for each term and the page (or label) that teaches it."""
+    rows = table(GLOSSARY, "English", "what it means")
+    pages = {p.stem for p in BOOK.glob("*.md")}
+    labels = set(re.findall(r"(?m)^\(([\w-]+)\)=$", "".join(p.read_text(encoding="utf-8")
+                                                         for p in BOOK.glob("*.md"))))
+    for english, meaning, taught, *_ in rows:
+        assert len(meaning.split()) >= 5, f"{english}: say what it means in a sentence"
+        links = re.findall(r"\{(doc|ref)\}`(?:[^`<]*<)?([\w-]+)>?`", taught)
+        assert links, f"{english}: link the page that teaches it ({{doc}} or {{ref}})"
+        for role, target in links:
+            assert target in (pages if role == "doc" else labels), f"{english}: no {role} {target}"
+
+
+def test_the_readers_glossary_leaves_the_rules_to_the_contributors_guide():
+    heads = [head for head, _ in tables(GLOSSARY)]
+    assert all(head[:2] == ["English", "what it means"] for head in heads), heads
 
 
 def test_every_variant_names_a_language_and_a_replacement():
-    variants = tables()[1]
+    variants = table(RULES, "language", "variant")
     assert len(variants) > 20
     for lang, variant, instead, _ in variants:
         assert lang in ("es", "ko") and variant.strip("`") and instead, (lang, variant)
