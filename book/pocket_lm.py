@@ -28,6 +28,9 @@ class PocketLM(nn.Module):
         self.lm_head.weight = self.embed.weight
         # GPT-2's scale, not N(0, 1): see below
         nn.init.normal_(self.embed.weight, std=0.02)
+        # positions at the same scale (as Hugging Face's GPT-2 and nanoGPT), so that at
+        # initialisation the token signal is not drowned by N(0, 1) positions
+        nn.init.normal_(self.pos.weight, std=0.02)
 
     def forward(self, input_ids):  # (B, T) -> (B, T, V)
         T = input_ids.shape[1]

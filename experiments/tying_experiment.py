@@ -345,10 +345,11 @@ MEASURES = {
 
 
 def paired_differences(results: dict, dropout: float, measure: str) -> dict[int, float]:
-    """Untied minus tied, seed by seed, for the comparison's runs at one dropout."""
+    """Tied minus untied, seed by seed, for the comparison's runs at one dropout (below zero:
+    tying helps)."""
     value = MEASURES[measure]
     runs = {(r["variant"], r["seed"]): r for r in results["runs"] if r["dropout"] == dropout}
-    return {seed: value(runs["untied", seed]) - value(runs["tied", seed])
+    return {seed: value(runs["tied", seed]) - value(runs["untied", seed])
             for seed in results["config"]["seeds"]}
 
 

@@ -121,7 +121,7 @@ def test_the_interval_on_the_page_is_recomputed_from_the_runs(cached):
                 value = {v: pair[v]["final_valid_ppl"] / (pair[v]["final_train_ppl"]
                                                           if measure == "ratio" else 1)
                          for v in pair}
-                diffs.append(value["untied"] - value["tied"])
+                diffs.append(value["tied"] - value["untied"])
             mean = statistics.fmean(diffs)
             half = t * statistics.stdev(diffs) / math.sqrt(n)
             shown = te.t_interval(te.paired_differences(cached, dropout, measure).values())
