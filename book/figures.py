@@ -158,11 +158,16 @@ def _flow(ax, x: float, steps: list[str], residual_from: list[int], title: str) 
     for y0, y1 in zip(ys[:-1], ys[1:]):
         ax.annotate("", (x, y1 - 0.28), (x, y0 + 0.28),
                     arrowprops={"arrowstyle": "-|>", "color": INK, "lw": 1.2})
+    # Each residual leaves the main path just above the box it copies (between that box and
+    # the next one), runs up a lane on the left and enters its (+) from the side, so a
+    # residual that starts after a sum is drawn as leaving that sum, not the input.
+    lane = x - 1.15
     for start, end in zip(residual_from[::2], residual_from[1::2]):
-        ax.annotate("", (x - 0.22, ys[end]), (x - 0.9, ys[start]),
-                    arrowprops={"arrowstyle": "-|>", "color": SECOND, "lw": 1.6,
-                                "connectionstyle": "angle,angleA=90,angleB=180,rad=0"}
-                    if start != end else {})
+        branch = ys[start] + 0.5
+        ax.plot([x, lane, lane], [branch, branch, ys[end]], color=SECOND, lw=1.6)
+        ax.plot([x], [branch], "o", color=SECOND, markersize=4)
+        ax.annotate("", (x - 0.22, ys[end]), (lane, ys[end]),
+                    arrowprops={"arrowstyle": "-|>", "color": SECOND, "lw": 1.6})
     ax.text(x, ys[-1] + 0.75, title, ha="center", fontsize=12, weight="bold")
 
 

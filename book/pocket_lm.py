@@ -26,10 +26,8 @@ class PocketLM(nn.Module):
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         # the tie, once, in __init__
         self.lm_head.weight = self.embed.weight
-        # GPT-2's scale, not N(0, 1): see below
+        # GPT-2's scale, not N(0, 1), for both tables: see below
         nn.init.normal_(self.embed.weight, std=0.02)
-        # positions at the same scale (as Hugging Face's GPT-2 and nanoGPT), so that at
-        # initialisation the token signal is not drowned by N(0, 1) positions
         nn.init.normal_(self.pos.weight, std=0.02)
 
     def forward(self, input_ids):  # (B, T) -> (B, T, V)
