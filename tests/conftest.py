@@ -118,3 +118,31 @@ def judged_exercise(chapter: str) -> dict:
 
 def pitfall_entry(batch, pitfall) -> dict:
     return batch[f"pitfall/{pitfall.id}"] if pitfall.kernel else judged_in_process(pitfall)
+
+
+def find_bwrap() -> str:
+    """Debian's bubblewrap, installed with apt when missing and we are root (as chromium).
+
+    Every test that grades with ``--sandbox`` asks for it (the ``bwrap_ready`` fixture), so
+    that on a fresh machine no such test runs before the install; the two pytest workers
+    take a lock, so that only one of them runs apt.
+    """
+    if shutil.which("bwrap"):
+        return shutil.which("bwrap")
+    if os.geteuid() != 0:
+        pytest.fail("--sandbox needs bubblewrap: run `sudo apt-get install bubblewrap`", pytrace=False)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    with open(Path(tempfile.gettempdir()) / "tied-tests-apt.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shutil.which("bwrap"):
+            for step in (["apt-get", "update", "-qq"],
+                         ["apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=600", "bubblewrap"]):
+                done = subprocess.run(step, capture_output=True, text=True, env=env, timeout=600)
+                if done.returncode:
+                    pytest.fail(f"`{' '.join(step)}` failed:\n{done.stderr[-2000:]}", pytrace=False)
+    return shutil.which("bwrap")
+
+
+@pytest.fixture(scope="session")
+def bwrap_ready():
+    return find_bwrap()

@@ -88,7 +88,7 @@ def cluster_env(tmp_path: Path, small_class: Path) -> dict[str, str]:
             "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "GRADER": "grader"}
 
 
-def test_the_slurm_array_grades_and_merges_as_one_run(small_class, single_run, tmp_path):
+def test_the_slurm_array_grades_and_merges_as_one_run(small_class, single_run, tmp_path, bwrap_ready):
     """Each task as Slurm starts it (its id and the array's size in the environment),
     then the merge."""
     env = cluster_env(tmp_path, small_class)
@@ -102,7 +102,8 @@ def test_the_slurm_array_grades_and_merges_as_one_run(small_class, single_run, t
     assert points(tmp_path / "gradebook") == points(single_run)
 
 
-def test_the_kubernetes_indexed_job_grades_and_merges_as_one_run(small_class, single_run, tmp_path):
+def test_the_kubernetes_indexed_job_grades_and_merges_as_one_run(small_class, single_run, tmp_path,
+                                                                bwrap_ready):
     """Each pod's command, as the indexed Job runs it (JOB_COMPLETION_INDEX from 0), with
     the manifest's environment pointed at this machine's folders, then the merge Job's."""
     grade, merge = yaml.safe_load_all((CLUSTER / "grade-jobs.yaml").read_text())

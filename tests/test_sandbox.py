@@ -21,7 +21,6 @@ import textwrap
 from pathlib import Path
 
 import psutil
-import pytest
 
 from conftest import grader
 from notebooks import ROOT, with_cells, write
@@ -31,20 +30,6 @@ CHAPTER = "04_gpt_head"
 # named for this test process, so that it finds only its own and not those of another
 # pytest worker (`make test` runs two) or of another run of the suite on the machine.
 MARKER = f"tied-sandbox-attack-{os.getpid()}"
-
-
-def find_bwrap() -> str:
-    """Debian's bubblewrap, installed with apt when missing and we are root (as chromium)."""
-    if shutil.which("bwrap"):
-        return shutil.which("bwrap")
-    if os.geteuid() != 0:
-        pytest.fail("--sandbox needs bubblewrap: run `sudo apt-get install bubblewrap`", pytrace=False)
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "bubblewrap"]):
-        done = subprocess.run(step, capture_output=True, text=True, env=env, timeout=600)
-        if done.returncode:
-            pytest.fail(f"`{' '.join(step)}` failed:\n{done.stderr[-2000:]}", pytrace=False)
-    return shutil.which("bwrap")
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -89,11 +74,6 @@ def attack_cell(targets: dict[str, str]) -> str:
             if pid not in (os.getpid(), os.getppid(), 1):
                 attempt(lambda: os.kill(pid, signal.SIGSTOP))
     ''')
-
-
-@pytest.fixture(scope="module")
-def bwrap_ready():
-    return find_bwrap()
 
 
 def test_a_hostile_classmate_changes_nothing_in_a_sandboxed_batch(bwrap_ready, tmp_path):

@@ -119,7 +119,9 @@ def hostile_stub(how: str, forged: Path, pids: Path, path: Path) -> Path:
 
 @pytest.mark.parametrize("sandbox", [False, True], ids=["plain", "sandbox"])
 @pytest.mark.parametrize("how", STARTS)
-def test_a_forger_the_stub_starts_earns_nothing(forged, tmp_path, how, sandbox):
+def test_a_forger_the_stub_starts_earns_nothing(forged, tmp_path, how, sandbox, request):
+    if sandbox:
+        request.getfixturevalue("bwrap_ready")
     pids = tmp_path / "pids"
     pids.mkdir()
     path = hostile_stub(how, forged, pids, tmp_path / "stub" / f"{CHAPTER}.ipynb")
