@@ -194,6 +194,20 @@ self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
 matrix = self.embedding[...].T
 return matrix[token_ids] @ matrix.T
 '''}, {"TiedEmbed.params": "common.wrong_param_shape"}),
+    # tied_io_embed runs with the book's TiedEmbed: a class that ignores its key, or draws
+    # another shape, is held to the seed's draw by TiedEmbed.params (two seeds, two matrices).
+    Pitfall("02_nnx", "init_fixed_key", {"TiedEmbed.__init__": '''
+draw = jax.random.normal(jax.random.key(0), (vocab_size, d_model))
+self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
+'''}, {"TiedEmbed.params": "nnx.init_fixed_key", "TiedEmbed.__call__": "pass", "tied_io_embed": "pass"}),
+    Pitfall("02_nnx", "init_transposed_draw", {"TiedEmbed.__init__": '''
+draw = jax.random.normal(rngs.params(), (d_model, vocab_size)).T
+self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
+'''}, {"TiedEmbed.params": "nnx.init_transposed_draw", "TiedEmbed.__call__": "pass", "tied_io_embed": "pass"}),
+    Pitfall("02_nnx", "init_two_draws", {"TiedEmbed.__init__": '''
+rngs.params()
+self.embedding = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, d_model)) / jnp.sqrt(d_model))
+'''}, {"TiedEmbed.params": "nnx.init_other_draw", "TiedEmbed.__call__": "pass", "tied_io_embed": "pass"}),
     Pitfall("02_nnx", "logits_one_column_short", {"TiedEmbed.__call__": '''
 matrix = self.embedding[...]
 return (matrix[token_ids] @ matrix.T)[:, 1:]

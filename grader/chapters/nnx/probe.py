@@ -58,10 +58,13 @@ def _state_entries(model):
 
 
 def tiedembed_structure(ns, vocab_size, d_model, seed):
-    """What ``nnx.state`` finds in a freshly built ``TiedEmbed``."""
+    """What ``nnx.state`` finds in a freshly built ``TiedEmbed``, and the first parameter
+    of one built with the next seed (two seeds must give two matrices)."""
     entries = _state_entries(_build(ns, vocab_size, d_model, seed))
     params = [e for e in entries if e["param"]]
+    again = [e for e in _state_entries(_build(ns, vocab_size, d_model, seed + 1)) if e["param"]][:1]
     return {
+        "again": [raw_values(e["leaf"][...]) for e in again],
         "paths": [e["path"] for e in params],
         "shapes": [list(np.shape(e["leaf"][...])) for e in params],
         "values": [raw_values(e["leaf"][...]) for e in params],  # the grader takes their statistics
