@@ -154,3 +154,46 @@ def test_a_timed_out_item_is_remembered_until_its_cell_runs_again():
     third = check("tied_io_embed", lang="en", namespace=rerun, timeout=2)
     assert time.monotonic() - start >= 2 and third.verdicts[0].status == TIMEOUT
     assert "earlier check()" not in as_dict(third, "en")["items"][0]["message"]
+
+
+def test_a_cell_edited_and_saved_but_not_run_again_says_so(tmp_path):
+    """Today check() graded the code the kernel ran before the edit (6/13, about a parameter
+    the code no longer had) and nothing said the cell had changed."""
+    from grader.chapters import chapter
+    from grader.outputs.report import as_dict
+
+    nb = nbformat.read(solution("04_gpt_head"), as_version=4)
+    path = tmp_path / "04_gpt_head.ipynb"
+    nbformat.write(nb, path)
+    namespace, _ = run_cells(nb, path)
+    targets = {item.target for item in chapter("04_gpt_head").items}
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    number, cell = next((n, c) for n, c in enumerate(code, 1)
+                        if any(f"def {t}(" in c.source or f"class {t}" in c.source for t in targets))
+    name = next(t for t in targets if f"def {t}(" in cell.source or f"class {t}" in cell.source)
+    cell.source += "\n\nEDITED = True  # saved, not run\n"
+    nbformat.write(nb, path)
+    result = check("04_gpt_head", lang="en", namespace=namespace)
+    entry = as_dict(result, "en")
+    stale = [i for i in entry["items"] if i["key"] == "common.cell_changed"]
+    assert stale and all(name in i["message"] and "run it again" in i["message"] for i in stale)
+    assert {i["item"] for i in entry["items"] if i["verdict"] != "pass"} == {i["item"] for i in stale}
+    cell.source = cell.source.replace("EDITED = True  # saved, not run", "# a comment is no change")
+    nbformat.write(nb, path)
+    again = as_dict(check("04_gpt_head", lang="en", namespace=namespace), "en")
+    assert not [i for i in again["items"] if i["key"] == "common.cell_changed"]
+    assert number >= 1
+
+
+def test_an_exception_text_drops_array_reprs_and_is_never_cut_mid_word():
+    """Torch tensors in nnx.Param: today "Argument 'tensor([[ 0.0880, …]])' o"."""
+    import numpy as np
+
+    from grader.kernel.runtime import MAX_TEXT, error_fact, error_text
+
+    quoted = np.array2string(np.linspace(0, 1, 400), separator=", ")
+    exc = TypeError(f"Argument 'tensor({quoted})' of type <class 'torch.Tensor'> is not a valid JAX type.")
+    for text in (error_text(exc), "TypeError: " + error_fact(exc)["error"]["message"]):
+        assert text == "TypeError: Argument 'tensor(…)' of type <class 'torch.Tensor'> is not a valid JAX type."
+    long = error_text(ValueError("because " * 100))
+    assert len(long) <= MAX_TEXT and long.endswith("because…")

@@ -27,10 +27,17 @@ from grader import disk_cache
 from grader.chapters import chapters
 from grader.disk_cache import compiled_programs_in_process
 from grader.i18n import detect_lang, language_code, text, unknown_language
-from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Finding, Verdict
+from grader.outcome import FAIL, NOTEBOOK_ITEM, TIMEOUT, Finding, Verdict
 from grader.pipeline.prepare.probe_bundle import run_in_process
 from grader.registry import Chapter
-from grader.selfcheck.kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_chapter, notebook_item
+from grader.selfcheck.kernel_notebook import (
+    TIMED_OUT,
+    changed_cell,
+    in_kernel_frame,
+    notebook_cells,
+    notebook_chapter,
+    notebook_item,
+)
 from grader.selfcheck.panel import CheckResult, in_kernel
 
 DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
@@ -150,6 +157,10 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
                                            seconds)]
     for item in ch.items:
         if only is not None and only not in (item.name, item.target):
+            continue
+        stale = changed_cell(item.target, namespace, cells)
+        if stale is not None:  # the verdicts would be on code no longer in the notebook
+            found.append(Verdict(item.name, 0, item.points, FAIL, stale))
             continue
         if item.name in known:  # said as it was, with what runs it again
             before = known[item.name]
