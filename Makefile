@@ -39,8 +39,11 @@ test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/jupyter-book build . --path-output . -W --keep-going
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
+# JupyterLab on exercises/, its terminals with .venv/bin first on PATH (`grader check
+# 01_linen.ipynb` works where a terminal opens, in exercises/); as root, Jupyter refuses
+# to start without --allow-root (a container's usual user).
 lab: $(STAMP)
-	$(BIN)/jupyter lab exercises/
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyter lab exercises/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # The built book with live code: serves _build/html and a Jupyter server for its "Run code"
 # button, both on 127.0.0.1, and prints the address to open (tools/serve.py). Ctrl-C stops both.

@@ -1,8 +1,9 @@
 """Tied's grader: ``grader check``, ``grader grade``, ``grader release``, and ``check()``."""
 
 
-def check(target, lang=None, namespace=None, timeout=None):
-    """Run a chapter's checks inside the notebook: ``check("01_linen")`` or ``check(fn)``;
+def check(target=None, lang=None, namespace=None, timeout=None):
+    """Run a chapter's checks inside the notebook: ``check()`` (this notebook's chapter),
+    ``check("01_linen")`` or ``check(fn)``;
     ``lang`` is "en", "es" or "ko", ``timeout`` the seconds each item may take (60)."""
     import inspect
 

@@ -34,6 +34,8 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
+import warnings
 from contextlib import contextmanager
 from functools import cache, wraps
 from importlib import metadata
@@ -100,18 +102,40 @@ def _part(kind: str) -> Path | None:
         return None
     secret = secret_id() if kind == "references" else ""
     part = root / kind / (fingerprint() + (f"-{secret}" if secret else ""))
-    if not part.is_dir():
+    if part.is_dir():
+        in_use(part)
+    else:
         prune(root / kind)
     return part
 
 
+# A folder of another fingerprint is removed once no grader has used it for this long: two
+# clones, two versions side by side, or a `git pull` while a kernel runs each keep their own
+# (removing one a kernel writes to filled the student's cell with JAX's write warnings).
+UNUSED_FOR = 14 * 24 * 3600.0  # seconds
+
+
+def in_use(part: Path) -> None:
+    """Mark ``part`` as used now (its modification time), so that no other version prunes it."""
+    try:
+        os.utime(part)
+    except OSError:
+        pass
+
+
 def prune(kind_folder: Path) -> None:
-    """Remove the folders of other fingerprints (an older grader or library version):
-    nothing reads them again.  A folder in use by another run is left if it resists."""
+    """Remove the folders of other fingerprints (an older grader or library version) that
+    no grader has used for ``UNUSED_FOR``: a version still in use keeps its folder.  A
+    folder that resists is left."""
     if not kind_folder.is_dir():
         return
+    now = time.time()
     for old in kind_folder.iterdir():
-        if old.is_dir() and not old.name.startswith(fingerprint()):
+        try:
+            unused = now - old.stat().st_mtime > UNUSED_FOR
+        except OSError:
+            continue
+        if old.is_dir() and not old.name.startswith(fingerprint()) and unused:
             shutil.rmtree(old, ignore_errors=True)
 
 
@@ -126,6 +150,7 @@ def compiled_programs():
         yield tmp
 
 
+CACHE_WARNINGS = r"Error (reading|writing) persistent compilation cache entry"  # JAX's, one per entry
 # The settings the kernels get from ``grader.pipeline.supervise.supervisor.jax_cache_env``: every program is kept.
 KEEP_EVERY_PROGRAM = {"jax_persistent_cache_min_compile_time_secs": 0,
                       "jax_persistent_cache_min_entry_size_bytes": -1}
@@ -144,6 +169,16 @@ def compiled_programs_in_process():
     not loaded (a NumPy chapter), when the notebook set up a cache of its own, or when
     ``TIED_CACHE_DIR`` is empty; afterwards the notebook's settings are back as they were.
     """
+    with warnings.catch_warnings():
+        # A cache entry that cannot be read or written only costs a compilation: the
+        # student did nothing to cause it, and their cell shows none of it.
+        warnings.filterwarnings("ignore", message=CACHE_WARNINGS)
+        with _cache_in_process():
+            yield
+
+
+@contextmanager
+def _cache_in_process():
     jax = sys.modules.get("jax")
     leave_alone = jax is None or jax.config.jax_compilation_cache_dir or "JAX_COMPILATION_CACHE_DIR" in os.environ
     part = None if leave_alone else _part("jax")

@@ -44,6 +44,18 @@ def catch_ctrl_c() -> None:
 
 
 def requested() -> bool:
-    """Has Ctrl-C been pressed (in a command that catches it)?  SIGINT is the only
-    signal the grader handles, so any byte in the pipe means Ctrl-C."""
-    return STOP.is_set() or (_wakeup is not None and bool(select.select([_wakeup], [], [], 0)[0]))
+    """Has Ctrl-C been pressed (in a command that catches it)?  The pipe holds the number
+    of each signal that arrived: only SIGINT's counts (``check()``'s time limit, SIGALRM,
+    may share the process)."""
+    if STOP.is_set():
+        return True
+    while _wakeup is not None and select.select([_wakeup], [], [], 0)[0]:
+        try:
+            arrived = os.read(_wakeup, 512)
+        except BlockingIOError:
+            break
+        if not arrived:
+            break
+        if signal.SIGINT in arrived:
+            STOP.set()
+    return STOP.is_set()

@@ -5,8 +5,10 @@ Chapter 04 (NumPy) keeps the reference tests fast; the code path is the same for
 """
 import hashlib
 import json
+import os
 import shutil
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -167,10 +169,14 @@ def test_folders_of_other_fingerprints_are_pruned(cache_dir):
     old = cache_dir / "references" / "0123456789abcdef0123"
     old.mkdir(parents=True)
     (old / "01_linen.tied_io_embed.json").write_text("[]")
+    month_ago = time.time() - 30 * 24 * 3600
+    os.utime(old, (month_ago, month_ago))  # unused for a month: no grader runs that version
+    recent = cache_dir / "references" / "fedcba9876543210fedc"  # another clone's, in use
+    recent.mkdir()
     kept = cache_dir / "references" / f"{disk_cache.fingerprint()}-secretid"  # this grader, with a secret
     kept.mkdir()
     disk_cache.references(CHAPTER, ITEM)
-    assert not old.exists() and kept.is_dir()
+    assert not old.exists() and kept.is_dir() and recent.is_dir()
     assert stored_file(cache_dir).parent.name == disk_cache.fingerprint()
 
 

@@ -92,6 +92,35 @@ def matrix_finding(shape, values, case: Case, std: float, std_shown) -> Finding 
     return init_std_finding(values, expected[0] * expected[1], std, std_shown)
 
 
+def draw_finding(chapter: str, case: Case, values, again: list, ref, transposed, std: float,
+                 std_shown) -> Finding | None:
+    """Is the module's one matrix the draw of the seed it was given?  ``tied_io_embed``
+    runs with the book's module standing in, so this is the one item that sees a module
+    that ignores its key or draws another shape.  ``values`` is the matrix built with the
+    case's seed, ``again`` the one built with the next seed, ``ref`` the reference's draw,
+    ``transposed()`` a (D, V) draw of the same key, transposed; ``std`` the asked scale.
+    ``chapter`` prefixes the keys: ``<chapter>.init_fixed_key`` (two seeds, one matrix),
+    ``<chapter>.init_transposed_draw``, ``<chapter>.init_other_draw``."""
+    if values is None:
+        return None  # too large to send; the smaller cases hold the draw
+    seed, v, d = case.args["seed"], case.args["vocab_size"], case.args["d_model"]
+    got = as_numbers(values)
+    if got is None or got.shape != np.shape(ref):
+        return Finding(f"{chapter}.init_other_draw", {"seed": seed})
+    got = got.astype(np.float64)
+    tol = dict(rtol=1e-5, atol=1e-5 * std)
+    if close(got, ref, **tol):
+        return None
+    if again and again[0] is not None and np.shape(again[0]) == got.shape and np.array_equal(again[0], got):
+        return Finding(f"{chapter}.init_fixed_key", {"seed": seed, "next": seed + 1})
+    if v != d and close(got, transposed(), **tol):
+        return Finding(f"{chapter}.init_transposed_draw")
+    scale = float(np.sum(got * ref) / np.sum(ref * ref)) if np.all(np.isfinite(got)) else float("nan")
+    if np.isfinite(scale) and scale > 0 and close(got, scale * ref, **tol):  # the right draw, scaled
+        return Finding("common.init_std", {"got": f"{scale * std:.4g}", "expected": std_shown})
+    return Finding(f"{chapter}.init_other_draw", {"seed": seed})
+
+
 def structure_item(symbol: str, probe: str, judge, promises: tuple[Promise, ...]) -> Item:
     """The item ``<symbol>.params`` of the module that holds the one matrix: ``probe``
     reports its parameters as built on ``structure_cases``, and ``judge`` reads them."""

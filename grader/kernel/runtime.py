@@ -68,9 +68,33 @@ def clip(text):
     return str(text)[:MAX_TEXT]
 
 
+ARRAY_REPRS = ("tensor(", "Array(", "array(")  # how a message may quote an array
+
+
+def without_reprs(text):
+    """``text`` with each quoted array (``tensor([[0.08, ...]])``, ``Array(...)``) put as
+    ``tensor(…)``: its numbers say nothing of the reason, and they fill the message."""
+    text, out, at = str(text), [], 0
+    while True:
+        starts = [i for i in (text.find(r, at) for r in ARRAY_REPRS) if i >= 0]
+        if not starts:
+            return "".join(out) + text[at:]
+        start = min(starts)
+        opening = text.index("(", start)
+        depth, end = 0, len(text)
+        for i in range(opening, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        out.append(text[at:opening] + "(…)")
+        at = end
+
+
 def error_text(exc):
-    """``Type: message`` of an exception a probe keeps as a fact, clipped."""
-    return clip(f"{type(exc).__name__}: {exc}")
+    """``Type: message`` of an exception a probe keeps as a fact: arrays it quotes dropped
+    (``without_reprs``), at most ``MAX_TEXT`` characters, cut between words."""
+    return shorten(f"{type(exc).__name__}: {without_reprs(exc)}")
 
 
 def shorten(text, limit=MAX_TEXT):
@@ -110,7 +134,8 @@ def raising_function(exc):
 
 def error_fact(exc):
     lines, origin = where_raised(exc)
-    return {"error": {"type": type(exc).__name__, "message": shorten(exc), "line": lines[-1] if lines else "",
+    message = shorten(without_reprs(exc))
+    return {"error": {"type": type(exc).__name__, "message": message, "line": lines[-1] if lines else "",
                       "lines": lines, "origin": origin, "function": raising_function(exc)}}
 
 

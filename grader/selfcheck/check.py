@@ -24,13 +24,20 @@ from pathlib import Path
 
 import grader.pipeline.judge.items as judging
 from grader import disk_cache
-from grader.chapters import chapter_of_item, chapters
+from grader.chapters import chapters
 from grader.disk_cache import compiled_programs_in_process
 from grader.i18n import detect_lang, language_code, text, unknown_language
-from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Finding, Verdict
+from grader.outcome import FAIL, NOTEBOOK_ITEM, TIMEOUT, Finding, Verdict
 from grader.pipeline.prepare.probe_bundle import run_in_process
 from grader.registry import Chapter
-from grader.selfcheck.kernel_notebook import TIMED_OUT, in_kernel_frame, notebook_cells, notebook_chapter, notebook_item
+from grader.selfcheck.kernel_notebook import (
+    TIMED_OUT,
+    changed_cell,
+    in_kernel_frame,
+    notebook_cells,
+    notebook_chapter,
+    notebook_item,
+)
 from grader.selfcheck.panel import CheckResult, in_kernel
 
 DEFAULT_TIMEOUT = 60.0  # seconds of one item's checks: a first JIT compilation takes a few
@@ -116,17 +123,54 @@ def timed_out(item, facts: list, seconds: float, stuck: dict) -> Verdict | None:
         "common.timeout_in_check", {"seconds": f"{seconds:g}", "line": line, "more_key": "ui.more_time_kernel"}))
 
 
+# The items whose checks ran out of time in this kernel, by (chapter, item): the object
+# they checked, the time they had, and the verdict.  A later check() with the same object
+# (its cell not run again) and no more time gives that verdict at once, instead of waiting
+# the full time again.
+TIMED_OUT_BEFORE: dict[tuple[str, str], tuple[object, float, Verdict]] = {}
+_MISSING = object()
+
+
+def remembered(ch: Chapter, namespace: dict, seconds: float) -> dict[str, Verdict]:
+    """The remembered timeouts that still hold: same object, no more time given."""
+    found = {}
+    for item in ch.items:
+        before = TIMED_OUT_BEFORE.get((ch.id, item.name))
+        if before is not None and namespace.get(item.target, _MISSING) is before[0] and seconds <= before[1]:
+            found[item.name] = before[2]
+    return found
+
+
+def remember(ch: Chapter, item, namespace: dict, seconds: float, verdict: Verdict) -> None:
+    if verdict.status == TIMEOUT and item.target in namespace:
+        TIMED_OUT_BEFORE[(ch.id, item.name)] = (namespace[item.target], seconds, verdict)
+    else:
+        TIMED_OUT_BEFORE.pop((ch.id, item.name), None)
+
+
 def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> list[Verdict]:
     stuck: dict[str, str] = {}
-    facts = run_in_process(ch, namespace, only, lambda name: time_limit(seconds, stuck, name))
+    known = remembered(ch, namespace, seconds)
+    facts = run_in_process(ch, namespace, only, lambda name: time_limit(seconds, stuck, name), frozenset(known))
     cells = notebook_cells(namespace)
     found = [] if only else [notebook_item(ch.id, namespace, cells, lambda: time_limit(seconds, stuck, NOTEBOOK_ITEM),
                                            seconds)]
     for item in ch.items:
         if only is not None and only not in (item.name, item.target):
             continue
+        stale = changed_cell(item.target, namespace, cells)
+        if stale is not None:  # the verdicts would be on code no longer in the notebook
+            found.append(Verdict(item.name, 0, item.points, FAIL, stale))
+            continue
+        if item.name in known:  # said as it was, with what runs it again
+            before = known[item.name]
+            assert before.finding is not None
+            again = Finding(before.finding.key, {**before.finding.params, "more_key": "ui.more_time_remembered"})
+            found.append(Verdict(item.name, 0, item.points, TIMEOUT, again))
+            continue
         record = facts.get(item.name, [])
         verdict = timed_out(item, record, seconds, stuck) or judging.judge_item(ch, item, record, disk_cache)
+        remember(ch, item, namespace, seconds, verdict)
         finding = in_kernel_frame(verdict.finding, namespace, cells)
         found.append(verdict if finding is verdict.finding else
                      Verdict(item.name, 0, item.points, verdict.status, finding))
@@ -135,13 +179,48 @@ def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> li
     return judging.with_dtype_sources(judging.with_stand_in_notes(ch, found, sources))
 
 
-def _resolve(target):
-    """A chapter id, or a graded function/class (or its name) → (chapter, only)."""
+def namespace_chapter(namespace: dict) -> str | None:
+    """The chapter whose exercises this namespace defines, when the notebook file does not
+    say (nbconvert, a kernel started by hand): the one chapter with the most of its own
+    graded names defined (names two chapters share, such as ``tied_io_embed``, say nothing)."""
+    known = chapters()
+    owners: dict[str, set[str]] = {}
+    for ch in known.values():
+        for item in ch.items:
+            owners.setdefault(item.target, set()).add(ch.id)
+    scores = {ch_id: sum(1 for name, ids in owners.items() if ids == {ch_id} and name in namespace)
+              for ch_id in known}
+    best = max(scores.values(), default=0)
+    found = [ch_id for ch_id, score in scores.items() if score == best]
+    return found[0] if best > 0 and len(found) == 1 else None
+
+
+def this_notebook(namespace: dict) -> tuple[str, str | None] | None:
+    """The chapter of the notebook being run, with its file name where known: the file's
+    ``metadata.tied.chapter`` (``notebook_chapter``), else what the namespace defines."""
+    served = notebook_chapter(namespace)
+    if served is not None and served[0] in chapters():
+        return served
+    inferred = namespace_chapter(namespace)
+    return (inferred, None) if inferred is not None else None
+
+
+def _resolve(target, here: str | None):
+    """A chapter id, or a graded function/class (or its name) → (chapter, only); a name
+    two chapters grade is the one of ``here``, the notebook's chapter, when it has it."""
     known = chapters()
     if isinstance(target, str) and target in known:
         return known[target], None
     name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-    return chapter_of_item(name), name
+    owners = [ch for ch in known.values() if any(item.name == name or item.target == name for item in ch.items)]
+    if not owners:
+        raise KeyError(name)
+    return next((ch for ch in owners if ch.id == here), owners[0]), name
+
+
+def defines_none(ch: Chapter, namespace: dict) -> bool:
+    """Does the namespace hold none of the names ``ch`` grades?"""
+    return not any(item.target in namespace for item in ch.items)
 
 
 def usage(key: str, **params) -> None:
@@ -170,9 +249,10 @@ def generators_kept():
             torch.random.set_rng_state(torch_state)
 
 
-def check(target, lang: str | None = None, namespace: dict | None = None, timeout: float = DEFAULT_TIMEOUT):
-    """Run a chapter's checks (``check("01_linen")``) or one exercise's (``check(tied_io_embed)``),
-    in ``lang`` (en, es, ko), each item's for at most ``timeout`` seconds."""
+def check(target=None, lang: str | None = None, namespace: dict | None = None, timeout: float = DEFAULT_TIMEOUT):
+    """Run a chapter's checks (``check("01_linen")``, or ``check()`` for the notebook's own) or
+    one exercise's (``check(tied_io_embed)``, looked up in the notebook's chapter), in ``lang``
+    (en, es, ko), each item's for at most ``timeout`` seconds."""
     if lang is not None and language_code(lang) is None:
         key, params = unknown_language(lang)
         return usage(key, **params)
@@ -182,19 +262,29 @@ def check(target, lang: str | None = None, namespace: dict | None = None, timeou
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
         return usage("ui.bad_timeout", lang=lang, value=repr(timeout))
-    try:
-        ch, only = _resolve(target)
-    except KeyError:
-        items = sorted({item.target for c in chapters().values() for item in c.items})
-        return usage("ui.unknown_chapter", lang=lang, name=repr(target), known=", ".join(chapters()),
-                     items=", ".join(items))
     if namespace is None:
         frame = inspect.currentframe()  # check()'s own; its caller's globals are the notebook's
         caller = frame.f_back if frame is not None else None
         namespace = caller.f_globals if caller is not None else {}
+    here = this_notebook(namespace)
+    if target is None:  # check(): this notebook's chapter
+        if here is None:
+            return usage("ui.which_chapter", lang=lang, known=", ".join(chapters()))
+        target = here[0]
+    try:
+        ch, only = _resolve(target, here[0] if here else None)
+    except KeyError:
+        items = sorted({item.target for c in chapters().values() for item in c.items})
+        return usage("ui.unknown_chapter", lang=lang, name=repr(target), known=", ".join(chapters()),
+                     items=", ".join(items))
+    if here is not None and here[0] != ch.id:
+        if only is not None:
+            return usage("ui.item_of_other_chapter", lang=lang, name=only, chapter=ch.id, notebook=here[0])
+        if here[1] is not None:
+            return usage("ui.other_chapter", lang=lang, chapter=ch.id, notebook=here[0], path=here[1])
+        if defines_none(ch, namespace):
+            return usage("ui.other_chapter_defined", lang=lang, chapter=ch.id, notebook=here[0])
     served = notebook_chapter(namespace)
-    if only is None and served is not None and served[0] != ch.id and served[0] in chapters():
-        return usage("ui.other_chapter", lang=lang, chapter=ch.id, notebook=served[0], path=served[1])
     try:
         first = "ui.checking_again" if CHECKED else "ui.checking"
         with saying_what_it_does(text(first, lang, chapter=ch.id)), compiled_programs_in_process(), \

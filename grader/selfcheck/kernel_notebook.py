@@ -88,6 +88,33 @@ def not_run_yet(name: str, namespace: dict, cells: list | None) -> bool:
         c.get("cell_type") == "code" and defines(eo.source_text(c), name) for c in cells)
 
 
+def _tree(source: str) -> str | None:
+    """A cell's code as Python parses it (formatting and comments aside), or None."""
+    try:
+        return ast.dump(ast.parse(python_source(source)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def changed_cell(name: str, namespace: dict, cells: list | None) -> Finding | None:
+    """``name``'s cell as saved differs from the code that last defined it in this kernel
+    (``_ih``, the sources it ran): the verdicts would be on code no longer there, so the
+    finding says to run the cell again.  Comments and formatting are no change; a cell
+    that does not compile is another finding's."""
+    history = namespace.get("_ih")
+    if not cells or not isinstance(history, list) or name not in namespace:
+        return None
+    ran = next((str(s) for s in reversed(history) if defines(str(s), name)), None)
+    code = [c for c in cells if c.get("cell_type") == "code"]
+    at = [n for n, c in enumerate(code, 1) if defines(eo.source_text(c), name)]
+    if ran is None or len(at) != 1:
+        return None
+    now, then = _tree(eo.source_text(code[at[0] - 1])), _tree(ran)
+    if now is None or then is None or now == then:
+        return None
+    return named_cell(Finding("common.cell_changed", {"name": name, "cell": at[0]}), code_cells(cells))
+
+
 def in_kernel_frame(finding: Finding | None, namespace: dict, cells: list | None) -> Finding | None:
     """A name the kernel lacks because its cell has not run here says so, not 'define it';
     one whose cell does not compile names that cell."""

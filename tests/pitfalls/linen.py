@@ -46,6 +46,23 @@ def shared(setup: str, call: str) -> dict:
 FORWARD_RIGHT = {"TiedIO.params": "pass", "TiedIO.__call__": "pass", "tied_io_embed": "pass"}
 
 PITFALLS = [
+    # tied_io_embed runs with the book's TiedIO: an initialiser that ignores its key, or
+    # draws another shape, is held to the key's draw by TiedIO.params (two keys, two matrices).
+    Pitfall("01_linen", "init_fixed_key", {"TiedIO.__call__": '''
+init = lambda key, shape: nn.initializers.normal(stddev=0.02)(jax.random.PRNGKey(0), shape)
+embedding = self.param("embedding", init, (self.vocab_size, self.d_model))
+return embedding[token_ids] @ embedding.T
+'''}, {"TiedIO.params": "linen.init_fixed_key", "TiedIO.__call__": "pass", "tied_io_embed": "pass"}),
+    Pitfall("01_linen", "init_transposed_draw", {"TiedIO.__call__": '''
+init = lambda key, shape: nn.initializers.normal(stddev=0.02)(key, shape[::-1]).T
+embedding = self.param("embedding", init, (self.vocab_size, self.d_model))
+return embedding[token_ids] @ embedding.T
+'''}, {"TiedIO.params": "linen.init_transposed_draw", "TiedIO.__call__": "pass", "tied_io_embed": "pass"}),
+    Pitfall("01_linen", "init_other_initialiser", {"TiedIO.__call__": '''
+init = lambda key, shape: nn.initializers.normal(stddev=0.02)(jax.random.split(key)[0], shape)
+embedding = self.param("embedding", init, (self.vocab_size, self.d_model))
+return embedding[token_ids] @ embedding.T
+'''}, {"TiedIO.params": "linen.init_other_draw", "TiedIO.__call__": "pass", "tied_io_embed": "pass"}),
     # the logits as a tuple of rows: right numbers, not the one array asked (judged from the raw type)
     Pitfall("01_linen", "logits_as_rows", module("return tuple(embedding[i] @ embedding.T for i in token_ids)\n"),
             {"TiedIO.__call__": "common.not_one_array", "TiedIO.gradient": "common.not_one_array",

@@ -92,6 +92,7 @@ return matrix[token_ids] @ matrix
                     loss="loss = lambda m: mean_cross_entropy(m(ids), targets) * len(ids)")},
         {"TiedEmbed.__call__": "nnx.missing_transpose", "tied_io_embed": "pass",
          "TiedEmbed.gradient": "nnx.missing_transpose", "TiedEmbed.params": "pass",
+         "TiedEmbed.warnings": "pass",  # no warning raised: the transpose is __call__'s to name
          "tied_grad_paths": "nnx.grad_sum_not_mean"}),
     # Worked out by hand: right but for .set, which keeps one of the repeated rows.
     Pitfall("02_nnx", "deprecated_value_float_ids_and_grad_set", {"TiedEmbed.__call__": '''
@@ -194,6 +195,20 @@ self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
 matrix = self.embedding[...].T
 return matrix[token_ids] @ matrix.T
 '''}, {"TiedEmbed.params": "common.wrong_param_shape"}),
+    # tied_io_embed runs with the book's TiedEmbed: a class that ignores its key, or draws
+    # another shape, is held to the seed's draw by TiedEmbed.params (two seeds, two matrices).
+    Pitfall("02_nnx", "init_fixed_key", {"TiedEmbed.__init__": '''
+draw = jax.random.normal(jax.random.key(0), (vocab_size, d_model))
+self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
+'''}, {"TiedEmbed.params": "nnx.init_fixed_key", "TiedEmbed.__call__": "pass", "tied_io_embed": "pass"}),
+    Pitfall("02_nnx", "init_transposed_draw", {"TiedEmbed.__init__": '''
+draw = jax.random.normal(rngs.params(), (d_model, vocab_size)).T
+self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
+'''}, {"TiedEmbed.params": "nnx.init_transposed_draw", "TiedEmbed.__call__": "pass", "tied_io_embed": "pass"}),
+    Pitfall("02_nnx", "init_two_draws", {"TiedEmbed.__init__": '''
+rngs.params()
+self.embedding = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, d_model)) / jnp.sqrt(d_model))
+'''}, {"TiedEmbed.params": "nnx.init_other_draw", "TiedEmbed.__call__": "pass", "tied_io_embed": "pass"}),
     Pitfall("02_nnx", "logits_one_column_short", {"TiedEmbed.__call__": '''
 matrix = self.embedding[...]
 return (matrix[token_ids] @ matrix.T)[:, 1:]

@@ -27,6 +27,12 @@ def tiny_forward(first_line="x = self.embed(input_ids)", last_line="return self.
 # A broken tie in TinyLM costs TinyLM.tied only: forward and the gradient are judged with
 # the head re-tied (one mistake, its own points once).
 PITFALLS = [
+    # Frozen parameters: the grader's backward pass would raise "element 0 of tensors does not
+    # require grad", which read as the student's own RuntimeError; the cause is named instead.
+    Pitfall(CH, "frozen_params", {
+        "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight = self.embed.weight\n"
+                           "for p in self.parameters():\n    p.requires_grad_(False)",
+    }, {"TinyLM.grad": "pytorch.frozen_params", "TinyLM.tied": "pass", "TinyLM.forward": "pass"}),
     Pitfall(CH, "clone", {
         "tie_weights": CHECK + "lm_head.weight = nn.Parameter(embedding.weight.detach().clone())",
         "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight.clone())",

@@ -30,7 +30,22 @@ def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
         return Finding("linen.param_count", {"count": len(paths), "names": ", ".join(paths)})
     if paths[0] != "params/embedding":
         return Finding("linen.param_name", {"name": paths[0]})
-    return tied.matrix_finding(tree["shapes"][0], tree["values"][0], case, INIT_STD, INIT_STD)
+    v, d, seed = case.args["vocab_size"], case.args["d_model"], case.args["seed"]
+    return (tied.matrix_finding(tree["shapes"][0], tree["values"][0], case, INIT_STD, INIT_STD)
+            or tied.draw_finding("linen", case, tree["values"][0], tree.get("again", []),
+                                 reference_embedding(seed, v, d), lambda: transposed_draw(seed, v, d),
+                                 INIT_STD, INIT_STD))
+
+
+@cache
+def transposed_draw(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
+    """What ``normal(stddev=0.02)`` draws for a (D, V) shape from the same key, transposed."""
+    import jax
+    import jax.numpy as jnp
+
+    module = book_tiedio()(vocab_size=d_model, d_model=vocab_size)
+    variables = module.init(jax.random.PRNGKey(seed), jnp.zeros((1,), jnp.int32))
+    return np.asarray(variables["params"]["embedding"]).T
 
 
 TIEDIO_PARAMS = tied.structure_item(
@@ -46,8 +61,12 @@ TIEDIO_PARAMS = tied.structure_item(
                 "V=512, D=256 (hidden); linen.param_shape when the grader's (V, D) matrix is refused",
                 keys=("common.wrong_param_shape", "linen.param_shape")),
         Promise("initialised with nn.initializers.normal(stddev=0.02)",
-                "judge_structure: common.init_std on the V=512, D=256 case (tolerance 10 standard errors); the "
-                "exact draw is held by tied_io_embed's values", keys=("common.init_std",)),
+                "judge_structure: common.init_std on the V=512, D=256 case (tolerance 10 standard errors); "
+                "tied.draw_finding: the values equal the seed's draw on seeds 0 and 3 (tied_io_embed runs with the "
+                "book's TiedIO, so the draw is held here): linen.init_fixed_key for one matrix whatever the key, "
+                "linen.init_transposed_draw for a (D, V) draw transposed, linen.init_other_draw otherwise",
+                keys=("common.init_std", "linen.init_fixed_key", "linen.init_transposed_draw",
+                      "linen.init_other_draw")),
         Promise("the worked example: one (4, 3) leaf", "public case V=4, D=3, seed 0, as in the notebook"),
     ),
 )

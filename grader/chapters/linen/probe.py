@@ -75,13 +75,14 @@ def _logits_and_gradient(apply, matrix, targets, shape):
 
 
 def tiedio_structure(ns, vocab_size, d_model, seed):
-    """The parameter tree that ``TiedIO.init`` creates."""
+    """The parameter tree that ``TiedIO.init`` creates, and the first leaf of another key's."""
     import jax
     import jax.numpy as jnp
 
     module = lookup(ns, "TiedIO")(vocab_size=vocab_size, d_model=d_model)
     variables = module.init(jax.random.PRNGKey(seed), jnp.zeros((2,), jnp.int32))
-    return _param_tree(variables)
+    again = jax.tree_util.tree_leaves(module.init(jax.random.PRNGKey(seed + 1), jnp.zeros((2,), jnp.int32)))
+    return {**_param_tree(variables), "again": [raw_values(leaf) for leaf in again[:1]]}  # two keys, two matrices
 
 
 def tiedio_forward(ns, vocab_size, d_model, token_ids, embedding):

@@ -74,7 +74,21 @@ def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
     if paths[0] != "embedding":
         return Finding("nnx.param_name", {"name": paths[0]})
     expected = 1.0 / np.sqrt(d)
-    return tied.matrix_finding(shapes[0], values[0], case, expected, f"1/√{d} ≈ {expected:.4g}")
+    return (tied.matrix_finding(shapes[0], values[0], case, expected, f"1/√{d} ≈ {expected:.4g}")
+            or tied.draw_finding("nnx", case, values[0], tree.get("again", []),
+                                 reference_embedding(case.args["seed"], v, d),
+                                 lambda: transposed_draw(case.args["seed"], v, d), expected,
+                                 f"1/√{d} ≈ {expected:.4g}"))
+
+
+@cache
+def transposed_draw(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
+    """A (D, V) draw of the seed's key, transposed and divided by sqrt(D): another matrix."""
+    import jax
+    from flax import nnx
+
+    draw = jax.random.normal(nnx.Rngs(seed).params(), (d_model, vocab_size))
+    return np.asarray(draw).T / np.sqrt(d_model)
 
 
 TIEDEMBED_PARAMS = tied.structure_item(
@@ -92,8 +106,11 @@ TIEDEMBED_PARAMS = tied.structure_item(
         Promise("a (V, D) matrix", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
                 "V=512, D=256 (hidden)", keys=("common.wrong_param_shape",)),
         Promise("drawn from jax.random.normal with rngs.params(), divided by sqrt(D)",
-                "judge_structure: common.init_std on V=512, D=256 (10 standard errors); the exact draw is held by "
-                "tied_io_embed's values", keys=("common.init_std",)),
+                "judge_structure: common.init_std on V=512, D=256 (10 standard errors); tied.draw_finding: the values "
+                "equal the seed's draw on seeds 0 and 3 (tied_io_embed runs with the book's TiedEmbed, so the "
+                "draw is held here): nnx.init_fixed_key for the same matrix whatever the seed, "
+                "nnx.init_transposed_draw for a (D, V) draw transposed, nnx.init_other_draw otherwise",
+                keys=("common.init_std", "nnx.init_fixed_key", "nnx.init_transposed_draw", "nnx.init_other_draw")),
         Promise("the worked example: nnx.state(model, nnx.Param) holds one (4, 3) entry",
                 "public case V=4, D=3, seed 0"),
     ),

@@ -327,7 +327,11 @@ def lookup_path(facts: dict, shape) -> np.ndarray | None:
 def judge_grad(case: Case, facts: dict, _ref) -> Finding | None:
     """The raw gradient of the shared matrix, split by the grader: the lookup's part from
     what each lookup's output received, the rest is the projection's.  A path is named
-    only when it is missing."""
+    only when it is missing; a shared matrix frozen (``requires_grad_(False)``) is named as such."""
+    frozen = facts.get("frozen") or []
+    if "shared" not in facts or "embed.weight" in frozen:
+        shown = ", ".join(map(str, frozen[:3])) + (f", … ({len(frozen)})" if len(frozen) > 3 else "")
+        return Finding("pytorch.frozen_params", {"names": shown or "-"})
     shared = _f64(facts["shared"])
     lookup = lookup_path(facts, shared.shape)
     if lookup is None or not np.any(lookup):
@@ -351,8 +355,10 @@ TINYLM_GRAD = tinylm_item(
                 "probe re-ties an untied model and sends the raw gradient of embed.weight with what each "
                 "lookup's output received; judge_grad adds the lookup's part into its rows and judges the rest "
                 "as the projection's, whatever spells the head (lm_head, F.linear, @ embed.weight.T): "
-                "lookup_not_embed, projection_detached, grad_one_path",
-                keys=("pytorch.lookup_not_embed", "pytorch.projection_detached", "pytorch.grad_one_path")),
+                "lookup_not_embed, projection_detached, grad_one_path; frozen_params when the shared matrix (or "
+                "every parameter) does not require grad, before the grader's backward pass would raise",
+                keys=("pytorch.lookup_not_embed", "pytorch.projection_detached", "pytorch.grad_one_path",
+                      "pytorch.frozen_params")),
     ),
 )
 

@@ -216,7 +216,9 @@ def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
     }
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     model.zero_grad(set_to_none=True)
-    model(ids).float().pow(2).mean().backward()
+    out = model(ids)
+    if not (isinstance(out, torch.Tensor) and not out.requires_grad):  # frozen: TinyLM.grad names it
+        out.float().pow(2).mean().backward()
     with torch.no_grad():  # one plain SGD step, as torch.optim.SGD takes it (without importing it)
         for p in model.parameters():
             if p.grad is not None:
@@ -285,14 +287,19 @@ def tinylm_grad(ns, vocab_size, d_model, n_layers, seed, input_ids, upstream):
     hooks = [model.embed.register_forward_hook(on_embed),
              model.ln_f.register_forward_hook(lambda module, args, out: seen.append(out.detach().clone()))]
     model.zero_grad(set_to_none=True)
+    frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
     try:
-        (model(ids).float() * weights).sum().backward()
+        out = model(ids)
+        if len(frozen) == len(list(model.parameters())) and not (isinstance(out, torch.Tensor) and out.requires_grad):
+            return {"frozen": frozen}  # nothing to walk back: every parameter was frozen
+        (out.float() * weights).sum().backward()
     finally:
         for hook in hooks:
             hook.remove()
     zeros = np.zeros(tuple(model.embed.weight.shape), np.float32)
     head = model.lm_head.weight
     return {
+        "frozen": frozen,
         "shared": to_numpy(model.embed.weight.grad) if model.embed.weight.grad is not None else zeros,
         "lookups": [{"ids": to_numpy(i), "grad": to_numpy(out.grad) if out.grad is not None else None}
                     for i, out in looked_up],

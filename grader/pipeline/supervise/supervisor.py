@@ -92,10 +92,14 @@ def jax_cache_env(folder: str) -> dict[str, str]:
     """
     if not folder or "JAX_COMPILATION_CACHE_DIR" in os.environ:
         return {}
+    # A cache entry that cannot be read or written costs a compilation, nothing the
+    # student caused: the kernel shows no warning for it (PYTHONWARNINGS matches the start).
+    quiet = [f"ignore:Error {verb} persistent compilation cache entry" for verb in ("writing", "reading")]
     return {
         "JAX_COMPILATION_CACHE_DIR": folder,
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+        "PYTHONWARNINGS": ",".join(filter(None, [os.environ.get("PYTHONWARNINGS", ""), *quiet])),
     }
 
 
