@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -44,7 +45,7 @@ from pathlib import Path
 from grader.atomic import write_atomic
 from grader.chapters import chapter
 from grader.drawing import secret_id
-from grader.kernel.runtime import decode, encode
+from grader.kernel.runtime import CACHE_WARNINGS, decode, encode
 from grader.registry import Case, Chapter
 
 LIBRARIES = ("numpy", "jax", "jaxlib", "flax", "torch")
@@ -150,7 +151,6 @@ def compiled_programs():
         yield tmp
 
 
-CACHE_WARNINGS = r"Error (reading|writing) persistent compilation cache entry"  # JAX's, one per entry
 # The settings the kernels get from ``grader.pipeline.supervise.supervisor.jax_cache_env``: every program is kept.
 KEEP_EVERY_PROGRAM = {"jax_persistent_cache_min_compile_time_secs": 0,
                       "jax_persistent_cache_min_entry_size_bytes": -1}
@@ -172,7 +172,8 @@ def compiled_programs_in_process():
     with warnings.catch_warnings():
         # A cache entry that cannot be read or written only costs a compilation: the
         # student did nothing to cause it, and their cell shows none of it.
-        warnings.filterwarnings("ignore", message=CACHE_WARNINGS)
+        for message in CACHE_WARNINGS:
+            warnings.filterwarnings("ignore", message=re.escape(message))
         with _cache_in_process():
             yield
 

@@ -44,8 +44,10 @@ def chapter(chapter_id: str) -> Chapter:
     return chapters()[chapter_id]
 
 
-def chapter_of_item(name: str) -> Chapter:
-    for ch in chapters().values():
-        if any(item.name == name or item.target == name for item in ch.items):
-            return ch
-    raise KeyError(name)
+def chapter_of_item(name: str, prefer: str | None = None) -> Chapter:
+    """The chapter that grades ``name`` (an item or its target); of two that do (such as
+    ``tied_io_embed``), ``prefer`` where it is one of them, else the first."""
+    owners = [ch for ch in chapters().values() if any(item.name == name or item.target == name for item in ch.items)]
+    if not owners:
+        raise KeyError(name)
+    return next((ch for ch in owners if ch.id == prefer), owners[0])

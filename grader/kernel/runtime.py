@@ -68,6 +68,11 @@ def clip(text):
     return str(text)[:MAX_TEXT]
 
 
+# How JAX's warning for a compilation-cache entry it could not read or write begins (one
+# per entry): it costs a compilation, nothing the student caused, so the kernels of
+# `grader check` (PYTHONWARNINGS) and the in-notebook check() show none of it.
+CACHE_WARNINGS = tuple(f"Error {verb} persistent compilation cache entry" for verb in ("writing", "reading"))
+
 ARRAY_REPRS = ("tensor(", "Array(", "array(")  # how a message may quote an array
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import grader.pipeline.judge.items as judging
 from grader import disk_cache
-from grader.chapters import chapters
+from grader.chapters import chapter_of_item, chapters
 from grader.disk_cache import compiled_programs_in_process
 from grader.i18n import detect_lang, language_code, text, unknown_language
 from grader.outcome import FAIL, NOTEBOOK_ITEM, TIMEOUT, Finding, Verdict
@@ -195,10 +195,10 @@ def namespace_chapter(namespace: dict) -> str | None:
     return found[0] if best > 0 and len(found) == 1 else None
 
 
-def this_notebook(namespace: dict) -> tuple[str, str | None] | None:
+def this_notebook(namespace: dict, served: tuple[str, str] | None) -> tuple[str, str | None] | None:
     """The chapter of the notebook being run, with its file name where known: the file's
-    ``metadata.tied.chapter`` (``notebook_chapter``), else what the namespace defines."""
-    served = notebook_chapter(namespace)
+    ``metadata.tied.chapter`` (``served``, from ``notebook_chapter``), else what the
+    namespace defines."""
     if served is not None and served[0] in chapters():
         return served
     inferred = namespace_chapter(namespace)
@@ -212,10 +212,7 @@ def _resolve(target, here: str | None):
     if isinstance(target, str) and target in known:
         return known[target], None
     name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-    owners = [ch for ch in known.values() if any(item.name == name or item.target == name for item in ch.items)]
-    if not owners:
-        raise KeyError(name)
-    return next((ch for ch in owners if ch.id == here), owners[0]), name
+    return chapter_of_item(name, prefer=here), name
 
 
 def defines_none(ch: Chapter, namespace: dict) -> bool:
@@ -266,7 +263,8 @@ def check(target=None, lang: str | None = None, namespace: dict | None = None, t
         frame = inspect.currentframe()  # check()'s own; its caller's globals are the notebook's
         caller = frame.f_back if frame is not None else None
         namespace = caller.f_globals if caller is not None else {}
-    here = this_notebook(namespace)
+    served = notebook_chapter(namespace)
+    here = this_notebook(namespace, served)
     if target is None:  # check(): this notebook's chapter
         if here is None:
             return usage("ui.which_chapter", lang=lang, known=", ".join(chapters()))
@@ -284,7 +282,6 @@ def check(target=None, lang: str | None = None, namespace: dict | None = None, t
             return usage("ui.other_chapter", lang=lang, chapter=ch.id, notebook=here[0], path=here[1])
         if defines_none(ch, namespace):
             return usage("ui.other_chapter_defined", lang=lang, chapter=ch.id, notebook=here[0])
-    served = notebook_chapter(namespace)
     try:
         first = "ui.checking_again" if CHECKED else "ui.checking"
         with saying_what_it_does(text(first, lang, chapter=ch.id)), compiled_programs_in_process(), \

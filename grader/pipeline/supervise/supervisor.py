@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 
+from grader.kernel.runtime import CACHE_WARNINGS
 from grader.outcome import OOM, TIMEOUT
 from grader.pipeline.prepare.job import Job
 from grader.pipeline.supervise.cgroups import JobCgroups
@@ -94,7 +95,7 @@ def jax_cache_env(folder: str) -> dict[str, str]:
         return {}
     # A cache entry that cannot be read or written costs a compilation, nothing the
     # student caused: the kernel shows no warning for it (PYTHONWARNINGS matches the start).
-    quiet = [f"ignore:Error {verb} persistent compilation cache entry" for verb in ("writing", "reading")]
+    quiet = [f"ignore:{message}" for message in CACHE_WARNINGS]
     return {
         "JAX_COMPILATION_CACHE_DIR": folder,
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
