@@ -5,7 +5,7 @@ Every page of the table of contents is opened once at 1280×900 and once at 390�
 reader whose browser prefers English, and on that visit: axe-core (npm, pinned in
 package.json, run from node_modules: the book does not ship it) finds no critical or serious
 violation; the page's title and its sections carry the chapter's number, as the text names
-chapters (01a, 04b), and the title takes at most three lines; the sidebar's titles are
+chapters (00, 04b), and the title takes at most three lines; the sidebar's titles are
 short; each section's Spanish and Korean notes are folded into one "ES · KO" button; tabs
 that show one idea in several frameworks carry one set of labels in one sync group. Then,
 on a few pages: a Spanish or Korean browser opens its notes, the header's choice beats the

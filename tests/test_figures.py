@@ -3,7 +3,7 @@ text, described by their alt text, drawn as SVG whose text stays text, and legib
 
 Every page of the table of contents but the reference pages (notation, glossary,
 bibliography) has a figure, and
-every chapter (01 with 01a and 01b, ...) two or more. Then, in headless chromium at 390×844
+every chapter (00, 01 with 01b, ...) two or more. Then, in headless chromium at 390×844
 with the network off, each figure's SVG is drawn at the size the page gives its image, and
 its smallest text must be 11 px or more.
 """
@@ -71,7 +71,7 @@ def figure_pages() -> list[Path]:
 
 
 def chapter(page: Path) -> str:
-    """01a_why_tie -> 01; intro -> intro."""
+    """01b_training_step -> 01; intro -> intro."""
     found = re.match(r"\d+", page.stem)
     return found.group() if found else page.stem
 

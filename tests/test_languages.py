@@ -47,13 +47,13 @@ NOTE_BODY = re.compile(r"```\{admonition\} (?:🇪🇸 Nota|🇰🇷 참고)\n:c
 CODE_CELL = re.compile(r"```\{code-cell\}.*?```", re.S)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 DOC_LINK = re.compile(r"\{doc\}`(?:[^`<]*<)?([^`>]+)>?`")
-# A page's id as the book writes it, 01 to 07 with an optional a/b: "chapter 01a", "el 02b".
-CHAPTER_ID = re.compile(r"(?<![\w.,\-/])(0[1-7][ab]?)(?![\w.])")
-RANGE = re.compile(r"(?<![\w.])0?([1-7])\s+(?:to|al|부터)\s+0?([1-7])(?![\w.])")
+# A page's id as the book writes it, 00 to 07 with an optional a/b: "chapter 00", "el 02b".
+CHAPTER_ID = re.compile(r"(?<![\w.,\-/])(0[0-7][ab]?)(?![\w.])")
+RANGE = re.compile(r"(?<![\w.])0?([0-7])\s+(?:to|al|부터)\s+0?([0-7])(?![\w.])")
 # The same ids after the word, even without the leading zero: "chapters 4 and 5", "capítulo 6".
 NAMED = re.compile(r"(?i)\b(?:chapters?|cap[ií]tulos?|p[aá]ginas?|pages?)\s+"
-                   r"(0?[1-7][ab]?(?:(?:,\s*|\s+(?:and|or|y|o)\s+)0?[1-7][ab]?)*)(?![\w.])")
-KOREAN_CHAPTER = re.compile(r"(?<![\d.])0?([1-7])([ab]?)장")
+                   r"(0?[0-7][ab]?(?:(?:,\s*|\s+(?:and|or|y|o)\s+)0?[0-7][ab]?)*)(?![\w.])")
+KOREAN_CHAPTER = re.compile(r"(?<![\d.])0?([0-7])([ab]?)장")
 THIS_PAGE = re.compile(r"(?i)\bthis (?:chapter|page)\b|\beste capítulo\b|\besta página\b|이 (?:장|페이지)")
 
 
@@ -66,8 +66,8 @@ def references(text: str, here: str) -> set[str]:
     found = {page_id(target.strip()) for target in DOC_LINK.findall(text)}
     prose = INLINE_CODE.sub(" ", DOC_LINK.sub(" ", text))
     found |= set(CHAPTER_ID.findall(prose))
-    found |= {"0" + n.lstrip("0") for names in NAMED.findall(prose)
-              for n in re.findall(r"0?[1-7][ab]?", names)}
+    found |= {f"0{n.lstrip('0')[-2:] or '0'}" for names in NAMED.findall(prose)
+              for n in re.findall(r"0?[0-7][ab]?", names)}
     found |= {f"0{n}" for a, b in RANGE.findall(prose) for n in range(int(a), int(b) + 1)}
     found |= {f"0{n}{part}" for n, part in KOREAN_CHAPTER.findall(prose)}
     return found | ({here} if THIS_PAGE.search(prose) else set())
@@ -89,10 +89,10 @@ def test_notes_refer_to_the_pages_their_section_refers_to(page):
 
 
 def test_references_are_read_in_every_form():
-    assert references("{doc}`chapter 01a <01a_why_tie>` and chapter 01; 02b compares", "x") == {"01a", "01", "02b"}
+    assert references("{doc}`chapter 00 <00_why_tie>` and chapter 01; 02b compares", "x") == {"00", "01", "02b"}
     assert references("Chapters 01 to 03 tied", "x") == {"01", "02", "03"}
-    assert references("chapters 4 and 5, capítulo 6, chapter 1a", "x") == {"04", "05", "06", "01a"}
-    assert references("01a장과 1장, 4장과 5장, 이 장", "06") == {"01a", "01", "04", "05", "06"}
+    assert references("chapters 4 and 5, capítulo 6, chapter 1b, chapter 0", "x") == {"04", "05", "06", "01b", "00"}
+    assert references("0장과 1장, 4장과 5장, 이 장", "06") == {"00", "01", "04", "05", "06"}
     assert references("`exercises/01_linen.ipynb`, T5 v1.1, 0.02, 0,02, Llama 3 8B", "x") == set()
 
 

@@ -1,4 +1,4 @@
-"""Sphinx extension: chapters numbered as the book names them (01a, 01, 01b, ..., 07b).
+"""Sphinx extension: chapters numbered as the book names them (00, 01, 01b, ..., 07b).
 
 The book, the exercises and the grader call a chapter by the start of its file name:
 ``book/04b_tied_gradient.md`` is chapter 04b, whose exercises are in
