@@ -55,12 +55,15 @@ class ErrorPattern:
     key: str
     type: str  # regular expression on the exception's type name
     message: str = ""  # regular expression searched in its message
+    # Where the meaning depends on the case too: ``fits(case, groups)`` with the message's
+    # named groups; a pattern with one matches only where the case is known and it holds.
+    fits: Callable[[Case, dict], bool] | None = None
 
-    def matches(self, error: dict) -> bool:
-        return bool(
-            re.fullmatch(self.type, error["type"])
-            and re.search(self.message, error["message"], re.IGNORECASE)
-        )
+    def matches(self, error: dict, case: Case | None = None) -> bool:
+        if not (re.fullmatch(self.type, error["type"])
+                and re.search(self.message, error["message"], re.IGNORECASE)):
+            return False
+        return self.fits is None or (case is not None and self.fits(case, self.named(error)))
 
     def named(self, error: dict) -> dict:
         """What the message's named groups caught (a parameter's name, for the catalog

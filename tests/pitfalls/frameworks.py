@@ -181,6 +181,14 @@ model = DetachedHead''') + NO_GRAD + COPY_EMBED + COPY_MIXER + "return model",
 def array''', 1),
     }, {"linen_to_torch.tied": "frameworks.tie_projection_missing", "linen_to_torch": "pass",
         "torch_to_nnx.params": "frameworks.tie_lookup_missing", "torch_to_nnx": "pass"}),
+    # The worked example's sizes written in: right on the worked example, a size mismatch on
+    # every other shape, named as the sizes, not as a layout; through load_state_dict too.
+    Pitfall(CH, "sizes_hard_coded", {
+        "linen_to_torch": RIGHT_TORCH.replace("TorchTiedLM(*embedding.shape)", "TorchTiedLM(6, 4)") + "return model",
+    }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.sizes_hard_coded"), **dict.fromkeys(NNX_ITEMS, "pass")}),
+    Pitfall(CH, "sizes_hard_coded_state_dict", {
+        "linen_to_torch": state_dict_load(extra=', "lm_head.weight": E').replace("TorchTiedLM(*embedding.shape)", "TorchTiedLM(6, 4)"),
+    }, {**dict.fromkeys(TORCH_ITEMS, "frameworks.sizes_hard_coded"), **dict.fromkeys(NNX_ITEMS, "pass")}),
     # bfloat16 is named as the dtype it is on every item it reaches, never as float64 or
     # as values that do not match (the values it holds are the checkpoint's, rounded).
     Pitfall(CH, "bfloat16_models", {

@@ -328,7 +328,8 @@ LINEN_TO_TORCH = Item(
     reference=logits_reference, judge=judge_torch_values,
     promises=(
         Promise("V and d read from the embedding's shape",
-                "cases V < d, V = d, V > d (V from 3 to 300, d from 4 to 32)"),
+                "cases V < d, V = d, V > d (V from 3 to 300, d from 4 to 32); a size torch names that "
+                "is not the case's (sizes_hard_coded)", keys=("frameworks.sizes_hard_coded",)),
         Promise("holds the checkpoint: embed.weight = E, mixer.weight = kernel.T, mixer.bias = bias",
                 "held values by name (not_loaded, embedding_transposed, kernel_not_transposed, "
                 "wrong_param_shape)",
@@ -433,6 +434,11 @@ TORCH_TO_NNX = Item(
 
 # ---------------------------------------------------------------- the chapter
 
+def sizes_not_the_checkpoints(case: Case, sizes: dict) -> bool:
+    """Some size torch names is neither of the case's (V, d): the model's own."""
+    return not {int(n) for n in sizes.values()} <= set(np.shape(case.args["embedding"]))
+
+
 CHAPTER = Chapter(
     id=CHAPTER_ID,
     title="One matrix, three frameworks",
@@ -444,6 +450,12 @@ CHAPTER = Chapter(
         ErrorPattern("frameworks.nnx_key_name", r"ValueError", r"not available in state"),
         ErrorPattern("frameworks.nnx_unfilled", r"TypeError|AttributeError", r"ShapeDtypeStruct"),
         ErrorPattern("frameworks.float64", r"RuntimeError", r"same dtype|Double|Found dtype"),
+        # A size in torch's complaint that is neither V nor d of the checkpoint: the model
+        # was built with sizes of its own (often the worked example's), not the checkpoint's.
+        ErrorPattern("frameworks.sizes_hard_coded", r"RuntimeError",
+                     r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\)"
+                     r"|current model is torch\.Size\(\[(?P<c>\d+), (?P<e>\d+)\]\)",
+                     fits=sizes_not_the_checkpoints),
         ErrorPattern("frameworks.shape_mismatch", r"RuntimeError|TypeError",
                      r"size mismatch|must match the size|shapes cannot be multiplied|dot_general requires contracting"),
     ),

@@ -51,16 +51,17 @@ def own_line(error: dict, given: Collection[str] = ()) -> dict:
 
 
 def classify_error(error: dict, patterns: tuple[ErrorPattern, ...], cell: int | None = None,
-                   chapter_id: str = "") -> Finding:
+                   chapter_id: str = "", case: Case | None = None) -> Finding:
     """The finding for an exception; ``cell`` names the notebook cell that raised it.  A
     stub of ``chapter_id`` that raised is named by the function it sits in: its hint is
     the catalog's (``message_key``), in every language, whatever the raise says.  The
-    line quoted is the student's own, not the chapter's given code (``own_line``)."""
+    line quoted is the student's own, not the chapter's given code (``own_line``); a
+    pattern that also reads the case (``ErrorPattern.fits``) gets ``case``."""
     error = own_line(error, given_lines(chapter_id) if chapter_id else ())
     if COMMON_ERRORS[0].matches(error):  # the stub's hint says more than its line
         return Finding("common.not_implemented", {"message": error["message"], **stub_hint(chapter_id, error)})
     for pattern in patterns:
-        if pattern.matches(error):
+        if pattern.matches(error, case):
             return Finding(pattern.key, {**error, **pattern.named(error)})
     if error.get("origin") == "probe":  # no cell of the notebook on the way: the grader's own code
         return Finding("common.probe_error", dict(error))
@@ -94,7 +95,8 @@ def bfloat16_slip(value) -> Finding | None:
 def judge_case(ch: Chapter, item: Item, case: Case, fact: dict, ref) -> Finding | None:
     """The finding for one case, or None when it passes."""
     if "error" in fact:
-        return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors, chapter_id=ch.id)
+        return classify_error(fact["error"], COMMON_ERRORS[1:] + item.errors + ch.errors, chapter_id=ch.id,
+                              case=case)
     try:
         value = decode(fact["value"])
     except Exception:  # no probe writes an array that does not load: a forged record
