@@ -197,3 +197,21 @@ def test_an_exception_text_drops_array_reprs_and_is_never_cut_mid_word():
         assert text == "TypeError: Argument 'tensor(…)' of type <class 'torch.Tensor'> is not a valid JAX type."
     long = error_text(ValueError("because " * 100))
     assert len(long) <= MAX_TEXT and long.endswith("because…")
+
+
+def test_the_stand_in_note_only_where_the_notebooks_cells_printed_something_else():
+    """"Passes with the book's tie_weights in place of yours: ... this notebook's own cells
+    that use it still print something else" is not said where the notebook item passed
+    (the cells printed what the book's do)."""
+    from grader.chapters import chapter
+    from grader.outcome import NOTEBOOK_ITEM, Finding
+    from grader.pipeline.judge.items import FAIL, PASS, Verdict, with_stand_in_notes
+
+    ch = chapter("03_pytorch")
+    items = [Verdict("tie_weights", 0, 1, FAIL, Finding("pytorch.copied", {})), Verdict("TinyLM.forward", 2, 2, PASS)]
+    calls_it = ["class TinyLM(nn.Module):\n    def __init__(self, V, d):\n"
+                "        tie_weights(self.lm_head, self.embed)\n"]
+    cells_differ = [Verdict(NOTEBOOK_ITEM, 0, 1, FAIL, Finding("common.output_mismatch", {}))] + items
+    cells_agree = [Verdict(NOTEBOOK_ITEM, 1, 1, PASS)] + items
+    assert with_stand_in_notes(ch, cells_differ, calls_it)[2].finding.key == "common.passes_with_reference"
+    assert with_stand_in_notes(ch, cells_agree, calls_it)[2].finding is None

@@ -33,6 +33,11 @@ PITFALLS = [
         "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight = self.embed.weight\n"
                            "for p in self.parameters():\n    p.requires_grad_(False)",
     }, {"TinyLM.grad": "pytorch.frozen_params", "TinyLM.tied": "pass", "TinyLM.forward": "pass"}),
+    # The tie made in forward: untied when built. Named as that, not as "write the line you have".
+    Pitfall(CH, "tie_in_forward", {
+        "TinyLM.__init__": MODULES + HEAD,
+        "TinyLM.forward": "self.lm_head.weight = self.embed.weight\n" + tiny_forward(),
+    }, {"TinyLM.tied": "pytorch.tie_in_forward", "TinyLM.forward": "pass", "TinyLM.grad": "pass"}),
     Pitfall(CH, "clone", {
         "tie_weights": CHECK + "lm_head.weight = nn.Parameter(embedding.weight.detach().clone())",
         "TinyLM.__init__": MODULES + HEAD + "self.lm_head.weight = nn.Parameter(self.embed.weight.clone())",

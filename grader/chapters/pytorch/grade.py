@@ -211,6 +211,8 @@ def judge_structure(case: Case, facts: dict, _ref) -> Finding | None:
     if finding:
         return finding
     if not same_object(facts):
+        if distinct(facts["forward_ids"]) == 1:  # untied when built, tied by its first call
+            return Finding("pytorch.tie_in_forward")
         head, embedding = np.asarray(facts["head"]), np.asarray(facts["embed"])
         return untied_finding(facts, v, d, head.shape == embedding.shape and np.array_equal(head, embedding))
     if facts["n_listed"] - facts["n_unique"] != v * d:
@@ -238,9 +240,9 @@ TINYLM_TIED = tinylm_item(
                 keys=("pytorch.blocks_not_registered", "pytorch.block_count")),
         Promise("lm_head tied to embed: one Parameter",
                 "identities, data pointers, version bump, compared here (copied, data_alias, new_parameter, "
-                "transposed, not_tied)",
+                "transposed, not_tied); tied at construction, not by the first forward (tie_in_forward)",
                 keys=("pytorch.copied", "pytorch.data_alias", "pytorch.new_parameter", "pytorch.transposed",
-                      "pytorch.not_tied")),
+                      "pytorch.not_tied", "pytorch.tie_in_forward")),
         Promise("the matrix is registered under two names only", "parameter counts (param_count)",
                 keys=("pytorch.param_count",)),
         Promise("the tie survives an optimizer step and .to(torch.float64)",

@@ -217,6 +217,7 @@ def tinylm_structure(ns, vocab_size, d_model, n_layers, seed, input_ids):
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     model.zero_grad(set_to_none=True)
     out = model(ids)
+    facts["forward_ids"] = [id(model.embed.weight), id(model.lm_head.weight)]  # a tie made in forward
     if not (isinstance(out, torch.Tensor) and not out.requires_grad):  # frozen: TinyLM.grad names it
         out.float().pow(2).mean().backward()
     with torch.no_grad():  # one plain SGD step, as torch.optim.SGD takes it (without importing it)

@@ -16,7 +16,7 @@ import numpy as np
 
 from grader.expected_outputs import given_lines, stub_hint
 from grader.kernel.runtime import decode
-from grader.outcome import FAIL, PASS, Finding, Verdict
+from grader.outcome import FAIL, NOTEBOOK_ITEM, PASS, Finding, Verdict
 from grader.registry import Case, Chapter, ErrorPattern, Item
 
 
@@ -207,14 +207,16 @@ def with_stand_in_notes(ch: Chapter, verdicts: list[Verdict], sources: Sequence[
     """An item judged with the book's version of another (``Item.stands_on``) passes
     on its own merits; where that other's items fail and the student's code (its
     ``sources``, the notebook's code cells) uses it, its line says so, since the
-    notebook's own cells still run the student's version."""
+    notebook's own cells still run the student's version: unless those cells printed
+    what the book's do (the notebook item passed), where the note would not be true."""
     failing = {item.target for item in ch.items for v in verdicts if v.item == item.name and v.status != PASS}
     items = {item.name: item for item in ch.items}
+    cells_agree = any(v.item == NOTEBOOK_ITEM and v.status == PASS for v in verdicts)
 
     def noted(v: Verdict) -> bool:
         item = items.get(v.item)
         return (item is not None and item.stands_on in failing and v.status == PASS and v.finding is None
-                and refers_to(sources, item.target, item.stands_on))
+                and not cells_agree and refers_to(sources, item.target, item.stands_on))
 
     return [replace(v, finding=Finding("common.passes_with_reference", {"name": items[v.item].stands_on}))
             if noted(v) else v for v in verdicts]
