@@ -5,7 +5,8 @@ Every function takes ``xp``, the array module: ``np`` runs it in NumPy, ``jnp``
 under JAX, which is how 04b differentiates it without writing it twice."""
 import numpy as np
 
-V, D, N_LAYER, N_HEAD = 64, 64, 2, 4
+# V != d on purpose: the head's (T, d) -> (T, V) shows in every shape
+V, D, N_LAYER, N_HEAD = 96, 64, 2, 4
 
 
 def init_params(seed, vocab=V, d=D, n_layer=N_LAYER, std=0.02):
@@ -78,10 +79,11 @@ def run_blocks(params, h, xp=np, stream=None):
 
 def forward(params, tokens, xp=np, head=None, stream=None):
     E = params["E"]
-    # lookup: row i of E is token i
-    x = run_blocks(params, E[tokens], xp, stream)
-    # tied head: the same E, transposed
-    return x @ (E if head is None else head).T
+    # lookup: row i of E is token i; h is (T, d)
+    h = run_blocks(params, E[tokens], xp, stream)
+    # tied head: the same E, transposed, (T, d) -> (T, V); head= only
+    # lets 04b pass the matrix a second time, to separate the two paths
+    return h @ (E if head is None else head).T
 
 
 def logsumexp(z):
