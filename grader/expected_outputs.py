@@ -33,10 +33,12 @@ NEWLINE = " ↵ "
 
 # What the worker records for a worked example that fails, and the message of each.
 MISMATCH, NOTHING_PRINTED, MISSING = "OutputMismatch", "NothingPrinted", "WorkedExampleMissing"
+STOPPED = "CellStopped"  # check(): a cell's last run raised before binding a name (its error unseen)
 ERRORS = (
     ErrorPattern("common.output_mismatch", MISMATCH),
     ErrorPattern("common.output_nothing", NOTHING_PRINTED),
     ErrorPattern("common.worked_example_missing", MISSING),
+    ErrorPattern("common.cell_stopped", STOPPED),
 )
 
 

@@ -215,3 +215,64 @@ def test_the_stand_in_note_only_where_the_notebooks_cells_printed_something_else
     cells_agree = [Verdict(NOTEBOOK_ITEM, 1, 1, PASS)] + items
     assert with_stand_in_notes(ch, cells_differ, calls_it)[2].finding.key == "common.passes_with_reference"
     assert with_stand_in_notes(ch, cells_agree, calls_it)[2].finding is None
+
+
+
+# --- One blame for one error: the cell that was run, and the cause before the symptom ------
+
+def kernel_check(nb: nbformat.NotebookNode, path) -> dict[str, str]:
+    """``nb`` run top to bottom in a real kernel that knows its file (as JupyterLab's
+    does: ``__session__``), errors allowed: each item's line (wrapped lines joined) in what
+    its last cell, ``check()``, printed."""
+    from nbclient import NotebookClient
+
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    first.source = f"__session__ = {str(path)!r}\n" + first.source
+    nbformat.write(nb, path)  # the file as saved before the run, as a student's is
+    NotebookClient(nb, timeout=300, allow_errors=True, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    printed = "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in nb.cells[-1].outputs)
+    items: dict[str, str] = {}
+    for line in printed.splitlines():
+        if line[:1].strip() and " " in line:
+            name, _, rest = line.partition(" ")
+            items[name] = rest.strip()
+        elif items and line.strip():
+            items[list(items)[-1]] += " " + line.strip()
+    return items
+
+
+def terminal_check(path) -> dict[str, str]:
+    """``grader check --json``: each item's message."""
+    import json
+
+    from conftest import grader
+
+    done = grader("check", str(path), "--json")
+    return {i["item"]: i["message"] for i in json.loads(done.stdout)["items"]}
+
+
+def test_a_scratch_cell_that_raises_is_blamed_not_the_class_it_called(tmp_path):
+    """A scratch cell calls a correct function wrongly: both paths blame the scratch cell
+    (check() blamed the cell that defines the function: the innermost frame)."""
+    nb = nbformat.read(solution("04_gpt_head"), as_version=4)
+    code = [n for n, c in enumerate(nb.cells) if c.cell_type == "code"]
+    nb.cells.insert(code[3] + 1, nbformat.v4.new_code_cell("tied_head_forward(np.array([7]), np.zeros((3, 2)))"))
+    path = tmp_path / "04_gpt_head.ipynb"
+    for items in (kernel_check(nb, path), terminal_check(path)):
+        assert "tied_head_forward(np.array([7])" in items["notebook"], items["notebook"]
+        assert "def tied_head_forward" not in items["notebook"].split("—")[0], items["notebook"]
+
+
+def test_an_import_typo_is_named_before_what_it_breaks(tmp_path):
+    """``import numpyy``: the notebook item names the import (the cause) in check() as in
+    grader check, not a NameError in a worked example nine cells on; and an item whose
+    function's cell raised is told so, not 'define it'."""
+    nb = nbformat.read(solution("04_gpt_head"), as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    first.source = first.source.replace("import numpy as np", "import numpyy as np")
+    path = tmp_path / "04_gpt_head.ipynb"
+    for items in (kernel_check(nb, path), terminal_check(path)):
+        assert "No module named 'numpyy'" in items["notebook"], items["notebook"]
+        for item, message in items.items():
+            assert "is not defined in the notebook" not in message, (item, message)

@@ -29,8 +29,10 @@ from grader.kernel.runtime import error_fact
 from grader.outcome import NOTEBOOK_ITEM, TIMEOUT, Finding, Verdict
 from grader.pipeline.judge.broken_cells import (
     RERUN_FILE,
+    binding_cell,
     defines,
     in_broken_cell,
+    in_failed_cell,
     python_source,
     syntax_errors,
     undefined_name,
@@ -115,9 +117,17 @@ def changed_cell(name: str, namespace: dict, cells: list | None) -> Finding | No
     return named_cell(Finding("common.cell_changed", {"name": name, "cell": at[0]}), code_cells(cells))
 
 
+def ran_here(source: str, namespace: dict) -> bool:
+    """Has this kernel run a cell with this code (``_ih``, as IPython ran it)?"""
+    history = namespace.get("_ih")
+    code = python_source(source).strip()
+    return isinstance(history, list) and any(str(s).strip() == code for s in history)
+
+
 def in_kernel_frame(finding: Finding | None, namespace: dict, cells: list | None) -> Finding | None:
     """A name the kernel lacks because its cell has not run here says so, not 'define it';
-    one whose cell does not compile names that cell."""
+    one whose cell does not compile names that cell, and one whose cell ran but raised
+    before binding it names that cell (the cause is the notebook's first error)."""
     name = undefined_name(finding)
     if name is None:
         return finding
@@ -126,6 +136,12 @@ def in_kernel_frame(finding: Finding | None, namespace: dict, cells: list | None
         return broken
     if not_run_yet(name, namespace, cells):
         return Finding("common.not_run_yet", {"name": name})
+    number = binding_cell(name, cells or []) if name not in namespace else None
+    if number is not None:
+        code = [c for c in cells or [] if c.get("cell_type") == "code"]
+        if not ran_here(eo.source_text(code[number - 1]), namespace):
+            return Finding("common.not_run_yet", {"name": name})
+        return in_failed_cell(name, cells or [])
     return finding
 
 

@@ -9,15 +9,22 @@ outcome comes from, best first:
 2. the notebook file as last saved, when a cell's saved execution count is that run's;
 3. the kernel's last error (``sys.last_value``), for the run of the cell it came from.
 
+4. what the kernel lacks: a run after which a name the cell's top level binds is not
+   in the namespace raised before binding it; an import of a module that is not
+   installed is that ModuleNotFoundError, anything else is named as a cell that stopped
+   (its error is not known, only that there was one).
+
 A run with none of these raised nothing, as far as ``check()`` can tell: after "Run
 All Cells" that is so (a run that raised stops the others), and the worked examples are
 run again whatever their first run did.  What it misses is a cell other than a worked
-example, run on its own, that raised before the kernel's last error, in the first check
-of a kernel: saving the notebook (Ctrl+S) shows it, and so does every check after the first.
+example, run on its own, that raised after binding every name, before the kernel's last
+error, in the first check of a kernel: saving the notebook (Ctrl+S) shows it, and so
+does every check after the first.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import linecache
 import sys
 import traceback
@@ -25,6 +32,7 @@ from pathlib import Path
 
 from grader import expected_outputs as eo
 from grader.kernel.runtime import error_fact
+from grader.pipeline.judge.broken_cells import bound_names
 
 INTERRUPTED = "KeyboardInterrupt"
 RUNS: dict[int, tuple[str, dict | None]] = {}  # execution count -> its code and error (None: none)
@@ -63,8 +71,11 @@ def last_error(shell, history: list) -> tuple[int, dict] | None:
     if exc is None:
         return None
     known = getattr(getattr(shell, "compile", None), "_filename_map", {})
+    # The outermost cell on the way is the one that was run; a cell further in only
+    # defined the function that raised (a scratch cell calling a class of cell 5 is
+    # the scratch cell's error, not cell 5's). A SyntaxError names its cell as filename.
     files = [f.filename for f in traceback.extract_tb(exc.__traceback__)] + [getattr(exc, "filename", None)]
-    file = next((f for f in reversed(files) if f in known), None)
+    file = next((f for f in files if f in known), None)
     count = known.get(file) if isinstance(file, str) else None
     if not isinstance(file, str) or not isinstance(count, int) or not 0 < count < len(history):
         return None
@@ -107,6 +118,21 @@ def outcome(count: int, cell: dict, last: tuple[int, dict] | None, saved: bool, 
     return None
 
 
+def stopped_early(raw: str, namespace: dict) -> dict | None:
+    """The error record of a run that ended before binding a name its top level binds
+    (the kernel lacks it), or None: the import of a module that is not installed, as
+    Python words it, or else the name it never reached."""
+    for name, module, line in bound_names(raw):
+        if name in namespace:
+            continue
+        top = module.split(".")[0]
+        with contextlib.suppress(ImportError, ValueError):
+            if top and importlib.util.find_spec(top) is None:
+                return {"type": "ModuleNotFoundError", "message": f"No module named '{top}'", "line": line}
+        return {"type": eo.STOPPED, "message": "", "line": "", "name": name}
+    return None
+
+
 def failed_runs(namespace: dict, cells: list | None, python_source) -> list[dict]:
     """The code cells (numbered from 0, in the worker's records' shape) whose latest run
     in this kernel raised, as far as it can be seen; [] outside a kernel."""
@@ -125,7 +151,7 @@ def failed_runs(namespace: dict, cells: list | None, python_source) -> list[dict
     for number, cell in enumerate(code):
         raw = eo.source_text(cell)
         ran = latest.get(python_source(raw).strip())
-        error = None if not ran else outcome(ran, cell, last, saved, raw.strip())
+        error = None if not ran else outcome(ran, cell, last, saved, raw.strip()) or stopped_early(raw, namespace)
         if error is not None:
             records.append({"cell": number, "passed": False, "error": error})
     return records
