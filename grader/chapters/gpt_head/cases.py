@@ -9,7 +9,7 @@ import numpy as np
 from grader.drawing import hidden_rng
 from grader.registry import Case
 
-MINI_GPT = (32, 64, 64)  # (T, V, d) of the book's Mini-GPT
+MINI_GPT = (32, 96, 64)  # (T, V, d) of the book's Mini-GPT
 
 
 # ---------------------------------------------------------------- cross_entropy_from_logits
