@@ -276,3 +276,44 @@ def test_an_import_typo_is_named_before_what_it_breaks(tmp_path):
         assert "No module named 'numpyy'" in items["notebook"], items["notebook"]
         for item, message in items.items():
             assert "is not defined in the notebook" not in message, (item, message)
+
+
+
+def test_a_long_check_says_which_item_it_is_on():
+    """Each item is announced as its checks start, counted, the notebook item last (a
+    long check showed nothing for two minutes after "Checking …")."""
+    import grader.selfcheck.check as selfcheck
+
+    namespace, _ = run_cells(nbformat.read(solution("04_gpt_head"), as_version=4))
+    ch = selfcheck.chapters()["04_gpt_head"]
+    told: list[tuple[str, int, int]] = []
+    selfcheck.judged(ch, namespace, None, 60.0, lambda *said: told.append(said))
+    total = len(ch.items) + 1
+    assert told == [(item.name, n, total) for n, item in enumerate(ch.items, 1)] + [("notebook", total, total)]
+
+
+def test_the_checking_line_shows_the_item_it_is_on(monkeypatch):
+    """In a notebook the "Checking …" output is replaced by the message and the item now
+    checked; once the verdicts are in it is blanked."""
+    import threading
+
+    import grader.selfcheck.check as selfcheck
+
+    shown, updates = threading.Event(), []
+
+    class Handle:
+        def update(self, data, raw=False):
+            updates.append(data)
+
+    def display(message):
+        updates.append({"text/plain": message})
+        shown.set()
+        return Handle()
+
+    monkeypatch.setattr(selfcheck, "kernel_display", display)
+    monkeypatch.setattr(selfcheck, "QUIET", 0.0)
+    with selfcheck.saying_what_it_does("Checking 04_gpt_head…") as doing:
+        assert shown.wait(30)
+        doing("now: sample_next (4 of 5)")
+    assert updates == [{"text/plain": "Checking 04_gpt_head…"},
+                       {"text/plain": "Checking 04_gpt_head…\nnow: sample_next (4 of 5)"}, selfcheck.BLANK]

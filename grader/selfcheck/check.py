@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import grader.pipeline.judge.items as judging
@@ -89,21 +90,34 @@ def kernel_display(message: str):
 def saying_what_it_does(message: str):
     """Say ``message`` if the block takes more than ``QUIET`` seconds; in a notebook the
     line goes once the verdicts are in.  What the student's code prints meanwhile is
-    kept out of the way: the verdicts say it."""
-    out, shown = sys.stdout, []
+    kept out of the way: the verdicts say it.  The block gets a function that says what
+    it does now (the item being checked): once the message shows, each such line
+    replaces the last in a notebook, and follows it in a terminal."""
+    out, shown, lock = sys.stdout, [], threading.Lock()
+    now = [message]
 
     def say() -> None:
-        handle = kernel_display(message)
-        if handle is None:
-            print(message, file=out, flush=True)
-        shown.append(handle)
+        with lock:
+            handle = kernel_display(now[0])
+            if handle is None:
+                print(now[0], file=out, flush=True)
+            shown.append(handle)
+
+    def doing(line: str) -> None:
+        with lock:
+            now[0] = f"{message}\n{line}"
+            for handle in shown:
+                if handle is None:
+                    print(line, file=out, flush=True)
+                else:
+                    handle.update({"text/plain": now[0]}, raw=True)
 
     timer = threading.Timer(QUIET, say)
     timer.daemon = True
     timer.start()
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            yield
+            yield doing
     finally:
         timer.cancel()
         timer.join()
@@ -148,13 +162,23 @@ def remember(ch: Chapter, item, namespace: dict, seconds: float, verdict: Verdic
         TIMED_OUT_BEFORE.pop((ch.id, item.name), None)
 
 
-def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float) -> list[Verdict]:
+def judged(ch: Chapter, namespace: dict, only: str | None, seconds: float,
+           doing: Callable[[str, int, int], None] = lambda name, n, total: None) -> list[Verdict]:
+    """The verdicts; ``doing(item, n, total)`` is told each item as its checks start."""
     stuck: dict[str, str] = {}
     known = remembered(ch, namespace, seconds)
-    facts = run_in_process(ch, namespace, only, lambda name: time_limit(seconds, stuck, name), frozenset(known))
+    run = [i.name for i in ch.items if (only is None or only in (i.name, i.target)) and i.name not in known]
+    total, started = len(run) + (only is None), []
+
+    def guarded(name: str) -> contextlib.AbstractContextManager:
+        if name not in started:  # the notebook item guards each worked example: told once
+            started.append(name)
+            doing(name, min(len(started), total), total)
+        return time_limit(seconds, stuck, name)
+
+    facts = run_in_process(ch, namespace, only, guarded, frozenset(known))
     cells = notebook_cells(namespace)
-    found = [] if only else [notebook_item(ch.id, namespace, cells, lambda: time_limit(seconds, stuck, NOTEBOOK_ITEM),
-                                           seconds)]
+    found = [] if only else [notebook_item(ch.id, namespace, cells, lambda: guarded(NOTEBOOK_ITEM), seconds)]
     for item in ch.items:
         if only is not None and only not in (item.name, item.target):
             continue
@@ -284,9 +308,13 @@ def check(target=None, lang: str | None = None, namespace: dict | None = None, t
             return usage("ui.other_chapter_defined", lang=lang, chapter=ch.id, notebook=here[0])
     try:
         first = "ui.checking_again" if CHECKED else "ui.checking"
-        with saying_what_it_does(text(first, lang, chapter=ch.id)), compiled_programs_in_process(), \
+        with saying_what_it_does(text(first, lang, chapter=ch.id)) as doing, compiled_programs_in_process(), \
                 generators_kept():
-            verdicts = judged(ch, namespace, only, float(timeout))
+            def item_started(name: str, n: int, total: int) -> None:
+                if doing is not None:
+                    doing(text("ui.checking_item", lang, item=name, n=n, total=total))
+
+            verdicts = judged(ch, namespace, only, float(timeout), item_started)
         CHECKED.append(ch.id)  # the checks are loaded: the first check's note is said once
     except KeyboardInterrupt:
         return usage("ui.stopped", lang=lang)
