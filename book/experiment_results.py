@@ -14,11 +14,21 @@ import tying_experiment as te  # noqa: E402
 
 def load():
     """(cached results, the script's configuration); a stale cache fails the build: the
-    results on the pages were produced by the code and the configuration the script has now."""
+    results on the pages were produced by the code and the configuration the script has now.
+
+    ``cached["same_text"]`` says whether this Python's help text is the text the runs were
+    trained on (its SHA-256 is the stored one). The pages state the stored facts about the
+    text, ``cached["data"]``, whatever this Python's text is; when the texts are the same,
+    the stored facts are checked against the text here."""
     cached = json.loads((ROOT / "book" / "data" / "06_results.json").read_text())
     cfg = te.Config()
     assert cached["version"] == te.VERSION, (cached["version"], te.VERSION)
     assert cached["config"] == te.config_dict(cfg), "06_results.json was made with another configuration"
+    cached["same_text"] = te.text_sha256(te.corpus_text()) == cached["data"]["sha256"]
+    if cached["same_text"]:
+        here = te.prepare(cfg)["facts"]
+        differ = [key for key, value in cached["data"].items() if key != "python" and here[key] != value]
+        assert not differ, f"06_results.json's facts about the same text differ: {differ}"
     return cached, cfg
 
 

@@ -36,3 +36,14 @@ def toy_encoder(norm_first=True):
     return nn.TransformerEncoder(
         layer, BLOCKS, enable_nested_tensor=False
     ).eval()
+
+
+# The check of chapter 05 (not shown on the page: it is the exercise's answer).
+def reference_logits(input_ids, mask_indicator, w_emb, pos_embed, blocks_weights,
+                     heads=HEADS):
+    """The exercise's forward pass, computed by the grader's float64 reference from
+    packed (num_blocks, 6, d, d) weights: the (M, V) logits at the masked positions."""
+    from grader.chapters.mlm.reference import forward_ref
+
+    args = (input_ids, mask_indicator, w_emb, pos_embed, blocks_weights)
+    return torch.as_tensor(forward_ref(*(a.numpy() for a in args), heads))

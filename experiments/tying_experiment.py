@@ -80,11 +80,22 @@ def config_dict(cfg: Config) -> dict:
 
 # ---------------------------------------------------------------- data
 
-def corpus_text() -> str:
-    """Every help topic of this Python's ``pydoc_data.topics``, in key order."""
+def corpus_topics() -> dict[str, str]:
+    """This Python's help topics, ``pydoc_data.topics``: {name: text}."""
     from pydoc_data.topics import topics
 
+    return topics
+
+
+def corpus_text() -> str:
+    """Every help topic of this Python's ``pydoc_data.topics``, in key order."""
+    topics = corpus_topics()
     return "\n".join(topics[key] for key in sorted(topics))
+
+
+def text_sha256(text: str) -> str:
+    """The fingerprint the results file keeps of the text it was trained on."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def tokenize(text: str) -> list[str]:
@@ -134,9 +145,13 @@ def prepare(cfg: Config) -> dict:
                          f"{cfg.block_tokens * cfg.valid_every}")
     itos = build_vocab(train, cfg.vocab_size)
     train_ids, valid_ids = encode(train, itos), encode(valid, itos)
+    kept = set(itos)
+    dropped = [n for word, n in Counter(train).items() if word not in kept]  # their counts
     facts = {
+        "topics": len(corpus_topics()),
         "characters": len(text),
-        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "character_types": len(set(text)),
+        "sha256": text_sha256(text),
         "python": platform.python_version(),
         "tokens": len(tokens),
         "types": len(set(tokens)),
@@ -144,6 +159,8 @@ def prepare(cfg: Config) -> dict:
         "valid_tokens": len(valid),
         "train_types": len(set(train)),
         "vocab_size": len(itos),
+        "dropped_types": len(dropped),
+        "max_dropped_count": max(dropped, default=0),
         "unk_share_train": float((train_ids == 0).float().mean()),
         "unk_share_valid": float((valid_ids == 0).float().mean()),
     }

@@ -76,8 +76,9 @@ def test_t_quantile_for_eight_pairs_is_the_table_value():
 def test_cached_results_hold_what_the_page_uses(cached):
     assert cached["version"] == te.VERSION
     assert cached["config"] == te.config_dict(te.Config())
-    for key in ("characters", "sha256", "tokens", "types", "train_tokens", "valid_tokens",
-                "vocab_size", "unk_share_train", "unk_share_valid"):
+    for key in ("topics", "characters", "character_types", "sha256", "python", "tokens", "types",
+                "train_tokens", "valid_tokens", "train_types", "vocab_size", "dropped_types",
+                "max_dropped_count", "unk_share_train", "unk_share_valid"):
         assert key in cached["data"], key
     assert {"seconds_total", "environment", "sweep", "best_lr"} <= set(cached)
     cfg = te.Config()
@@ -126,3 +127,16 @@ def test_the_interval_on_the_page_is_recomputed_from_the_runs(cached):
             half = t * statistics.stdev(diffs) / math.sqrt(n)
             shown = te.t_interval(te.paired_differences(cached, dropout, measure).values())
             assert shown == pytest.approx((mean, mean - half, mean + half), rel=1e-9, abs=1e-12)
+
+
+def test_the_pages_compare_the_text_with_the_one_trained_on(cached, monkeypatch):
+    """The pages state the stored facts; load() says whether this Python's text is the text
+    the runs were trained on, by its SHA-256, and another text must not pass for it."""
+    sys.path.insert(0, str(ROOT / "book"))
+    import experiment_results
+
+    here = te.text_sha256(te.corpus_text())
+    assert experiment_results.load()[0]["same_text"] == (here == cached["data"]["sha256"])
+    for other in (te.corpus_text() + "\n", "another text"):
+        monkeypatch.setattr(te, "corpus_text", lambda other=other: other)
+        assert experiment_results.load()[0]["same_text"] is False
