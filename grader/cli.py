@@ -367,13 +367,14 @@ def run_export(args) -> int:
             names = sorted({e["chapter"] for e in entries.values() if "error" not in e})
             roster, roster_possible = platforms.read_roster(args.roster) if args.roster else (None, {})
             column = lambda c: args.column.format(chapter=c)
-            table, unmatched, absent = platforms.canvas_csv(entries, names, column, roster)
+            table, unmatched, absent, ungraded = platforms.canvas_csv(entries, names, column, roster)
             write_atomic(args.out, table)
             if roster is None:
                 print(text("ui.canvas_no_roster", args.lang), file=sys.stderr)
-            for key, names in (("ui.canvas_unmatched", unmatched), ("ui.canvas_absent", absent)):
-                if names:  # "; " between names: Canvas writes them "Last, First"
-                    print(text(key, args.lang, names="; ".join(names)), file=sys.stderr)
+            for key, listed in (("ui.canvas_unmatched", unmatched), ("ui.canvas_absent", absent),
+                                ("ui.canvas_ungraded", ungraded)):
+                if listed:  # "; " between names: Canvas writes them "Last, First"
+                    print(text(key, args.lang, names="; ".join(listed)), file=sys.stderr)
             possible = platforms.points_possible(entries, names)
             for name, theirs, ours in platforms.points_differ(roster_possible, possible, column):
                 print(text("ui.canvas_points_differ", args.lang, column=name, theirs=theirs, ours=ours),

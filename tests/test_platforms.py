@@ -301,3 +301,28 @@ def test_report_and_feedback_pages_in_chromium_at_1280_and_390(single_run, tmp_p
             tab.close()
     finally:
         browser.close()
+
+
+def test_canvas_export_warns_of_points_possible_and_leaves_ungraded_cells_empty(single_run, tmp_path):
+    """The course's Points Possible differs from the chapter's: one line says so (the
+    chapter list was overwritten by the warnings' loop, and it never fired); a notebook
+    that could not be graded is an empty cell and a line, not a silent 0."""
+    gradebook = tmp_path / "gradebook"
+    gradebook.mkdir()
+    book = json.loads((single_run / "gradebook.json").read_text())
+    book["submissions"]["class/eve/broken.ipynb"] = {"student": "eve", "error": "bad.json",
+                                                     "message": "not JSON"}
+    (gradebook / "gradebook.json").write_text(json.dumps(book))
+    roster = tmp_path / "roster.csv"
+    with open(roster, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=[*ROSTER[0], "Homework 4 (777)"])
+        writer.writeheader()
+        writer.writerows({**row, "Homework 4 (777)": "99" if n == 0 else ""} for n, row in enumerate(ROSTER))
+    out = tmp_path / "canvas.csv"
+    done = grader("export", "canvas", "--gradebook", str(gradebook), "--roster", str(roster), "--out", str(out),
+                  "--column", "Homework 4 (777)", "--lang", "en")
+    assert done.returncode == 0, done.stderr
+    assert "99 points possible" in done.stderr, done.stderr
+    assert "Not graded" in done.stderr and "eve" in done.stderr.split("Not graded", 1)[1], done.stderr
+    _, rows = canvas_rows(out)
+    assert next(r for r in rows if r["SIS Login ID"] == "eve")["Homework 4 (777)"] == ""

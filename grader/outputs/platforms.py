@@ -194,21 +194,26 @@ def canvas_csv(entries: dict[str, dict], chapters: list[str], column, roster: li
     then one row per student with the chapter's best score.  With a ``roster`` (the
     course's gradebook export) its rows are the students, filled in from their folders;
     without one, each folder is a student named after it.  Returns the CSV text, the
-    folders no roster row claims and the students without a submission (their cells
-    are left empty: Canvas then changes nothing)."""
+    folders no roster row claims, the students without a submission and the folders
+    with a notebook that could not be graded (a broken file: the gradebook says why).
+    A cell with no graded notebook behind it is left empty, never 0: Canvas then changes
+    nothing, where a 0 would read as a graded zero."""
     scores = best_scores(entries, chapters)
     possible = points_possible(entries, chapters)
     if roster is None:
         roster = [{"Student": s, "ID": "", "SIS User ID": "", "SIS Login ID": s, "Section": ""} for s in sorted(scores)]
     matched, unmatched, absent = roster_match(scores, roster)
+    broken = {e["student"] for e in entries.values() if "error" in e}
+    ungraded = sorted({folder for _, folder in matched
+                       if folder in broken and any(c not in scores[folder] for c in chapters)})
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow([*CANVAS_FIXED, *(column(c) for c in chapters)])
     writer.writerow(["Points Possible", "", "", "", "", *(possible.get(c, "") for c in chapters)])
     for row, folder in matched:
-        cells = [scores[folder].get(c, 0) if folder is not None else "" for c in chapters]
+        cells = [scores[folder].get(c, "") if folder is not None else "" for c in chapters]
         writer.writerow([*(row[k] for k in CANVAS_FIXED), *cells])
-    return buf.getvalue(), unmatched, absent
+    return buf.getvalue(), unmatched, absent, ungraded
 
 
 # ---------------------------------------------------------------- results in a container
