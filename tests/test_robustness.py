@@ -210,6 +210,33 @@ def test_memory_hog_is_stopped(tmp_path):
     assert {i["verdict"] for i in json.loads(done.stdout)["items"]} == {"oom"}
 
 
+# A parent that holds 300 MB and forks four workers, as DataLoader(num_workers=4) does: the
+# workers share its pages, so their resident sizes add up to five times what is used.
+FORKED_WORKERS = """import os
+import time
+import numpy as np
+held = np.ones(300 * 2**20 // 8)
+workers = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:  # a worker: it reads nothing of its own, and its pages are its parent's
+        time.sleep(2)
+        os._exit(0)
+    workers.append(pid)
+for pid in workers:
+    os.waitpid(pid, 0)
+"""
+
+
+def test_pages_shared_with_forked_workers_count_once(tmp_path):
+    """Under --memory 1 (GiB) the notebook above uses about half a GiB: it keeps full marks
+    (the resident sizes added up, 2 GiB and more, stopped every item as out of memory)."""
+    path = write(with_cells(NUMPY_CHAPTER, [FORKED_WORKERS]), tmp_path / f"{NUMPY_CHAPTER}.ipynb")
+    done = timed_check(path, "--memory", "1", "--json", bound=120)
+    report = json.loads(done.stdout)
+    assert report["points"] == report["max_points"], [i["message"] for i in report["items"] if i["verdict"] != "pass"]
+
+
 def test_report_is_written_atomically_only_where_asked(tmp_path):
     path = write(nbformat.read(ROOT / "solutions" / f"{NUMPY_CHAPTER}.ipynb", as_version=4),
                  tmp_path / "sub" / f"{NUMPY_CHAPTER}.ipynb")

@@ -71,14 +71,17 @@ class JobCgroups:
 
     def hit_memory_limit(self) -> bool:
         """Whether the job reached its memory limit: the kernel's OOM killer struck in its
-        cgroup, or its peak usage touched the limit."""
+        cgroup.  Its peak usage counts the page cache too (a notebook that reads a large
+        file fills it, and the kernel gives it back), so the peak decides only where the
+        kernel does not count its OOM kills (before Linux 4.13)."""
         group = self.groups.get("memory")
         if group is None:
             return False
         try:
             control = dict(line.split() for line in (group / "memory.oom_control").read_text().splitlines())
-            peak = int((group / "memory.max_usage_in_bytes").read_text())
-            return int(control.get("oom_kill", 0)) > 0 or peak >= self.memory
+            if "oom_kill" in control:
+                return int(control["oom_kill"]) > 0 or control.get("under_oom") == "1"
+            return int((group / "memory.max_usage_in_bytes").read_text()) >= self.memory
         except (OSError, ValueError):
             return False
 

@@ -12,6 +12,7 @@ for that one worker: the only verdict input, and nothing the kernel starts holds
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import subprocess
@@ -112,6 +113,28 @@ def _rss(procs: list[psutil.Process]) -> int:
         except psutil.Error:
             pass
     return total
+
+
+def _pss(procs: list[psutil.Process]) -> int:
+    """The tree's memory with each shared page counted once: the proportional set sizes
+    added up (a page shared by n processes counts 1/n in each). Where a process's PSS
+    cannot be read, its resident size stands in."""
+    total = 0
+    for p in procs:
+        try:
+            total += getattr(p.memory_full_info(), "pss", None) or p.memory_info().rss
+        except psutil.Error:
+            with contextlib.suppress(psutil.Error):
+                total += p.memory_info().rss
+    return total
+
+
+def over_memory(procs: list[psutil.Process], memory: int) -> bool:
+    """Does the tree use more than ``memory`` bytes?  The resident sizes added up count
+    the pages a parent shares with its forked workers (a DataLoader's) once per process,
+    so a sum over the limit is checked again with the shared pages counted once (slower
+    to read, so only then)."""
+    return _rss(procs) > memory and _pss(procs) > memory
 
 
 class Channel:
@@ -231,7 +254,7 @@ def _watch(proc: subprocess.Popen, watched: psutil.Process, kill_at: float, memo
             procs, listed = tree(watched), now
         if now > kill_at:
             return TIMEOUT, procs
-        if _rss(procs) > memory or groups.hit_memory_limit():
+        if over_memory(procs, memory) or groups.hit_memory_limit():
             return OOM, procs
         time.sleep(POLL)
     return "", procs
