@@ -11,14 +11,14 @@ class TiedLM(nnx.Module):
 
     def __init__(self, vocab_size, d_model, rngs):
         draw = jax.random.normal(rngs.params(), (vocab_size, d_model))
-        # the one (V, D) parameter
+        # the one (V, d) parameter
         self.embedding = nnx.Param(draw / jnp.sqrt(d_model))
 
     def __call__(self, token_ids):
         E = self.embedding[...]      # the jax.Array inside the Param
-        x = E[token_ids]             # lookup: (T,) -> (T, D)
+        x = E[token_ids]             # lookup: (T,) -> (T, d)
         # ... a real model runs its transformer blocks on x here ...
-        return x @ E.T               # projection: (T, D) @ (D, V) -> (T, V)
+        return x @ E.T               # projection: (T, d) @ (d, V) -> (T, V)
 
 
 def param_entries(module):
@@ -29,7 +29,7 @@ def param_entries(module):
 
 
 class UntiedLM(nnx.Module):
-    """The same model with its own output matrix: two (V, D) parameters."""
+    """The same model with its own output matrix: two (V, d) parameters."""
 
     def __init__(self, vocab_size, d_model, rngs):
         scale, shape = 1 / jnp.sqrt(d_model), (vocab_size, d_model)
