@@ -110,6 +110,10 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--out", type=Path, default=Path("gradebook"),
                        help="folder where gradebook.csv and gradebook.json are written (default: ./gradebook)")
     grade.add_argument("--shard", metavar="K/N", help="grade only share K of N of the submissions (a cluster job)")
+    grade.add_argument("--force", action="store_true",
+                       help="grade every notebook again, even those the gradebook holds unchanged")
+    grade.add_argument("--regrade", metavar="STUDENT", action="append", default=[],
+                       help="grade this student's notebooks again (a folder name, or a notebook's path); repeatable")
     limits(grade)
 
     merge = sub.add_parser("merge", help="join the gradebooks of shards into one")
@@ -238,25 +242,46 @@ def check_notebook(args) -> int:
     return EXIT_OK if result.passed else EXIT_FAIL
 
 
-def grade_all(paths: list[Path], out: Path, jobs: int, limits, lang: str, shard: tuple[int, int] | None = None):
+class NotFound(Exception):
+    """A command line that names a submission that is not there (said in one line, exit 2)."""
+
+
+def grade_all(paths: list[Path], out: Path, jobs: int, limits, lang: str, shard: tuple[int, int] | None = None,
+              force: bool = False, regrade: tuple[str, ...] = ()):
     """Grade every notebook under ``paths`` (only share K of N with ``shard``) into
-    ``out``'s gradebook, which is saved first and after each submission."""
+    ``out``'s gradebook, which is saved first and after each submission.  A notebook
+    the gradebook already holds, unchanged and graded with the same settings, is
+    skipped, unless ``force``, or its student (folder) or path is in ``regrade``, or its
+    grading stopped at a limit that is now higher.  Each graded submission's line and
+    the run's counts go to standard error."""
     from grader.outputs.gradebook import Gradebook, find_notebooks, progress, settings
     from grader.outputs.shards import in_shard
     from grader.pipeline.batch import grade_batch
 
     book = Gradebook(out, lang, graded_with=settings(limits.sandbox, lang), shard=shard)
+    book.limits = {"timeout": limits.timeout, "memory": limits.memory}
     book.save()  # first: even a run stopped at once leaves a valid gradebook
     if requested():
         raise Interrupted
-    todo = [(s, p) for s, p in find_notebooks(paths)
-            if (shard is None or in_shard(s, p, shard)) and not book.is_current(p)]
+    mine = [(s, p) for s, p in find_notebooks(paths) if shard is None or in_shard(s, p, shard)]
+    asked = set(regrade)
+    unknown = sorted(asked - {s for s, _ in mine} - {str(p) for _, p in mine})
+    if unknown:
+        raise NotFound(text("ui.regrade_unknown", lang, names=", ".join(unknown)))
+    todo = [(s, p) for s, p in mine
+            if force or s in asked or str(p) in asked or not book.is_current(p, book.limits)]
+    skipped = len(mine) - len(todo)
 
     def record(student: str, path: Path, result, done: int) -> None:
         book.add(student, result)
         progress(done, len(todo), str(path))
+        entry = book.entries[str(path)]
+        said = (f"{entry['points']}/{entry['max_points']}" if "error" not in entry
+                else text("ui.summary_not_graded", lang))
+        print(f"{student}  {path}  {said}", file=sys.stderr, flush=True)
 
     grade_batch(todo, jobs, limits, record)
+    print(text("ui.summary_run", lang, graded=len(todo), skipped=skipped), file=sys.stderr)
     return book
 
 
@@ -275,7 +300,10 @@ def run_grade(args) -> int:
         return EXIT_USAGE
     limits = Limits(args.timeout, int(args.memory * 2**30), sandbox=args.sandbox)
     try:
-        book = grade_all(args.paths, args.out, args.jobs, limits, args.lang, shard)
+        book = grade_all(args.paths, args.out, args.jobs, limits, args.lang, shard, args.force, tuple(args.regrade))
+    except NotFound as exc:
+        print(f"grader grade: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except Interrupted:
         if sys.stderr.isatty():  # after the progress bar
             print(file=sys.stderr)

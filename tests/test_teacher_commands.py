@@ -48,3 +48,62 @@ def test_a_missing_secret_file_is_named_without_python_errno(tmp_path):
                   "--out", str(tmp_path / "a.zip"), "--lang", "en")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"grader export: {tmp_path / 'nokey'}: ") and "Errno" not in done.stderr
+
+
+def graded_lines(stderr: str) -> list[str]:
+    """The per-submission lines of a grade run's standard error (student, path, points)."""
+    return [line for line in stderr.splitlines() if line.count("  ") >= 2 and "/" in line.split("  ")[-1]]
+
+
+def test_a_rerun_says_what_it_skipped_and_regrades_on_request(tmp_path):
+    """Each graded submission gets a line and the run its counts; a rerun skips what is
+    unchanged and says how to regrade; --regrade STUDENT and --force regrade; an unknown
+    student is one line, exit 2."""
+    import shutil
+
+    from notebooks import solution
+
+    for student in ("ana", "bo"):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        shutil.copy(solution("04_gpt_head"), tmp_path / "class" / student / "04_gpt_head.ipynb")
+    run = lambda *extra: grader("grade", str(tmp_path / "class"), "--out", str(tmp_path / "book"),  # noqa: E731
+                                "--jobs", "2", "--lang", "en", *extra)
+    first = run()
+    assert first.returncode == 0, first.stderr
+    lines = graded_lines(first.stderr)
+    assert sorted(line.split()[0] for line in lines) == ["ana", "bo"], first.stderr
+    assert all(line.split()[-1] == "15/15" or "/" in line.split()[-1] for line in lines)
+    assert "graded: 2; skipped, already in the gradebook unchanged: 0" in first.stderr
+    again = run()
+    assert "graded: 0; skipped, already in the gradebook unchanged: 2" in again.stderr, again.stderr
+    one = run("--regrade", "bo")
+    assert [line.split()[0] for line in graded_lines(one.stderr)] == ["bo"], one.stderr
+    assert "graded: 1; skipped, already in the gradebook unchanged: 1" in one.stderr
+    everyone = run("--force")
+    assert "graded: 2; skipped, already in the gradebook unchanged: 0" in everyone.stderr, everyone.stderr
+    nobody = run("--regrade", "zoe")
+    assert nobody.returncode == 2 and nobody.stderr.strip().count("\n") == 0 and "zoe" in nobody.stderr
+
+
+def test_a_grade_stopped_at_a_limit_is_regraded_when_the_limit_is_raised(tmp_path):
+    """A submission whose item timed out under --timeout 10 is graded again by a rerun
+    with --timeout 300 (the grader's own advice), not skipped; an unchanged one that
+    finished is skipped whatever the limits."""
+    import hashlib
+
+    from grader.outputs.gradebook import Gradebook
+
+    path = tmp_path / "ana" / "04.ipynb"
+    path.parent.mkdir()
+    path.write_text("{}")
+    book = Gradebook(tmp_path / "book", "en", graded_with={"lang": "en"})
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    limits = {"timeout": 10.0, "memory": 2**32}
+    entry = {"student": "ana", "sha256": sha, "settings": {"lang": "en"}, "limits": limits,
+             "items": [{"item": "sample_next", "verdict": "timeout"}]}
+    book.entries[str(path)] = entry
+    assert book.is_current(path, limits)
+    assert not book.is_current(path, {**limits, "timeout": 300.0})
+    assert not book.is_current(path, {**limits, "memory": 2**34})
+    book.entries[str(path)] = {**entry, "items": [{"item": "sample_next", "verdict": "pass"}]}
+    assert book.is_current(path, {**limits, "timeout": 300.0})

@@ -69,6 +69,7 @@ class Gradebook:
         ``shard`` (K, N) in the file, for ``grader merge``."""
         self.out, self.lang = out, lang
         self.graded_with, self.shard = graded_with or {}, shard
+        self.limits: dict = {}  # the time and memory the submissions graded now get
         self.json_path, self.csv_path = out / "gradebook.json", out / "gradebook.csv"
         self.entries: dict[str, dict] = {}
         if self.json_path.exists() and not fresh:
@@ -77,9 +78,16 @@ class Gradebook:
             except (ValueError, KeyError, TypeError):
                 self.entries = {}
 
-    def is_current(self, path: Path) -> bool:
+    def is_current(self, path: Path, limits: dict | None = None) -> bool:
+        """Is the recorded grade of ``path`` still the one a run would give: the same
+        bytes, the same settings, and, where its checks did not all run (a timeout, out
+        of memory), no more time or memory than it had (``limits``: "timeout" in seconds,
+        "memory" in bytes)?"""
         entry = self.entries.get(str(path))
         if entry is None or entry.get("settings") != self.graded_with:
+            return False
+        if limits and stopped_by_limits(entry) and any(
+                limits[k] > (entry.get("limits") or {}).get(k, 0) for k in limits):
             return False
         try:
             return entry.get("sha256") == hashlib.sha256(read_bytes(path)).hexdigest()
@@ -97,7 +105,8 @@ class Gradebook:
                 record["sha256"] = hashlib.sha256(read_bytes(result.path)).hexdigest()
             except BadSubmission:
                 record["sha256"] = ""
-        self.entries[str(result.path)] = {"student": student, **record, "settings": self.graded_with}
+        self.entries[str(result.path)] = {"student": student, **record, "settings": self.graded_with,
+                                          **({"limits": self.limits} if self.limits else {})}
         self.save()
         if result.log and any(v.status in UNFINISHED for v in result.verdicts):
             write_atomic(self.log_path(student, result.path), result.log)
@@ -127,6 +136,12 @@ class Gradebook:
         if self.shard:
             header["shard"] = list(self.shard)
         write_atomic(self.json_path, dumps({**header, "submissions": self.entries}))
+
+
+def stopped_by_limits(entry: dict) -> bool:
+    """Did a recorded submission's grading stop at a limit (an item timed out or ran out
+    of memory)?"""
+    return any(i.get("verdict") in (TIMEOUT, OOM) for i in entry.get("items", []) if isinstance(i, dict))
 
 
 def recorded_lang(out: Path) -> str:
