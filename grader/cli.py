@@ -427,7 +427,7 @@ def run_export(args) -> int:
 def run_platform(args) -> int:
     """Grade the chapter's notebook in the platform's inbox into ``results/results.json``."""
     import grader.outputs.platforms as platforms
-    from grader.outputs.report import as_dict
+    from grader.outputs.report import as_dict, table
     from grader.pipeline.batch import grade_alone
 
     if args.user and os.geteuid() != 0:
@@ -436,9 +436,15 @@ def run_platform(args) -> int:
     try:
         folder = args.root / dict(INBOXES)[args.command]
         notebook = platforms.find_submission(folder, args.chapter)
-        entry = (platforms.no_notebook(folder, args.lang) if notebook is None
-                 else as_dict(grade_alone(notebook, args.chapter, args.timeout, args.user), args.lang))
+        if notebook is None:
+            entry = platforms.no_notebook(folder, args.lang)
+            said = entry["message"]
+        else:
+            result = grade_alone(notebook, args.chapter, args.timeout, args.user)
+            entry = as_dict(result, args.lang)
+            said = table(result, args.lang) if result.bad is None else entry["message"]
         platforms.write_results(args.root, args.command, entry, args.lang)
+        print(said)  # the platform's log of the run, which the instructor reads
         return EXIT_OK
     except Interrupted:
         return interrupted(text("common.interrupted", args.lang))

@@ -203,6 +203,7 @@ def test_gradescope_and_prairielearn_results_for_wrong_and_missing_files(tmp_pat
         missing = json.loads((root / "results" / "results.json").read_text())
         jsonschema.validate(missing, schema(name))
         assert missing.get("score", 0) == 0 and missing.get("gradable", False) is False
+        assert str(root / inbox) in done.stdout  # the platform's log says what happened (it said nothing)
         shutil.copy(ROOT / "exercises" / f"{CHAPTER}.ipynb", root / inbox / f"{CHAPTER}.ipynb")
         done = grader(command, "--root", str(root), "--chapter", CHAPTER, "--lang", "es")
         assert done.returncode == 0, done.stderr
@@ -210,6 +211,7 @@ def test_gradescope_and_prairielearn_results_for_wrong_and_missing_files(tmp_pat
         jsonschema.validate(results, schema(name))
         assert results["score"] == 0 and results["tests"]
         assert all("sin implementar" in (t.get("output") or t.get("message")) for t in results["tests"][1:])
+        assert "sin implementar" in done.stdout and "0/" in done.stdout, done.stdout  # the table, in the log
 
 
 def grade_as_prairielearn_does(piece: Path, question: str, student_file: Path,
