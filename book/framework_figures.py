@@ -236,31 +236,34 @@ def linear_layout(fig, vocab=6, d=3):
             color=MUTED)
 
 
-@drawing(height=3.3)
+@drawing(height=3.7)
 def meta_untie(fig):
     """What to_empty does to a tie made on the meta device, and tying again."""
-    ax = canvas(fig, 9.6, 7.0)
+    ax = canvas(fig, 9.6, 7.8)
     stages = (("built on\nmeta", ["one Parameter"], INK),
               ("to_empty\n('cpu')", ["Parameter 1", "Parameter 2"], HEAD),
               ("tie again,\nthen init", ["one Parameter"], LOOKUP))
+    top = 7.7
     for i, (title, params, color) in enumerate(stages):
-        top = 6.9 - 2.4 * i
         ax.text(0.05, top - 0.7, title, ha="left", va="center", family="monospace", color=color)
-        embed = node(ax, 3.55, top - 0.4, "embed", w=1.6, h=0.6, size=11)
-        head = node(ax, 5.85, top - 0.4, "lm_head", w=1.6, h=0.6, size=11)
+        embed = node(ax, 4.3, top - 0.4, "embed", w=1.7, h=0.6, size=11)
+        head = node(ax, 7.6, top - 0.4, "lm_head", w=1.7, h=0.6, size=11)
         if len(params) == 1:
-            shared = node(ax, 4.7, top - 1.5, params[0], color=color, w=2.8, h=0.6, size=11)
+            shared = node(ax, 5.95, top - 1.5, params[0], color=color, w=2.8, h=0.6, size=11)
             arrow(ax, (embed[0], embed[1] - 0.35), (shared[0] - 0.6, shared[1] + 0.35))
             arrow(ax, (head[0], head[1] - 0.35), (shared[0] + 0.6, shared[1] + 0.35))
+            height = 2.4
         else:
             for owner, name in ((embed, params[0]), (head, params[1])):
-                below = node(ax, owner[0], top - 1.5, name, color=color, w=2.05, h=0.6, size=10)
+                below = node(ax, owner[0], top - 1.5, name, color=color, w=2.3, h=0.6, size=11)
                 arrow(ax, (owner[0], owner[1] - 0.35), (below[0], below[1] + 0.35), color=color)
-            # what the second Parameter costs, beside the row that made it
-            ax.text(7.15, top - 0.95, "two Parameters:\none matrix more,\nand the first\n"
-                    "update splits them", ha="left", va="center", color=HEAD, size=10)
+            # what the second Parameter costs, in the row that made it
+            ax.text(5.95, top - 2.0, "two Parameters: one matrix more,\nand the first update "
+                    "splits them", ha="center", va="top", color=HEAD)
+            height = 3.2
         if i < 2:
-            ax.plot([0.2, 9.4], [top - 2.05, top - 2.05], color=PALE, lw=2)
+            ax.plot([0.2, 9.4], [top - height + 0.35, top - height + 0.35], color=PALE, lw=2)
+        top -= height
 
 
 @drawing(height=2.5)
