@@ -14,7 +14,7 @@ from IPython.display import SVG
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from figures import ACCENT, INK, MUTED, SECOND, WIDTH, powers_of_ten, svg, use_book_style
+from figures import ACCENT, INK, MUTED, SECOND, WIDTH, svg, use_book_style
 
 LOOKUP, HEAD = ACCENT, SECOND                 # the two paths into E, as in chapter 04
 LOOKUP_FILL, HEAD_FILL, PALE = "#d6e6fb", "#f8d7da", "#eef1f4"
@@ -236,33 +236,15 @@ def linear_layout(fig, vocab=6, d=3):
             color=MUTED)
 
 
-@drawing(height=3.4)
-def row_gradients(fig, lookup, projection):
-    """The norm of each row's gradient, per path, on a log scale: a dot per row that gets one."""
-    ax = fig.add_subplot()
-    rows = np.arange(len(lookup))
-    for grad, color, name in ((projection, HEAD, "projection h Eᵀ"),
-                              (lookup, LOOKUP, "lookup E[ids]")):
-        norms = np.linalg.norm(np.asarray(grad, np.float64), axis=1)
-        hit = norms > 0
-        ax.plot(rows[hit], norms[hit], "o", ms=3.5, color=color,
-                label=f"{name}: {hit.sum()} of {len(rows)} rows")
-    ax.set_yscale("log")
-    powers_of_ten(ax.yaxis)
-    ax.set_xlabel("row v of E (token v)")
-    ax.set_ylabel("norm of the row's gradient")
-    fig.legend(loc="outside upper center", ncols=1, frameon=False, markerscale=2)
-
-
-@drawing(height=4.0)
+@drawing(height=3.7)
 def meta_untie(fig):
     """What to_empty does to a tie made on the meta device, and tying again."""
-    ax = canvas(fig, 9.6, 8.6)
+    ax = canvas(fig, 9.6, 7.8)
     stages = (("built on\nmeta", ["one Parameter"], INK),
               ("to_empty\n('cpu')", ["Parameter 1", "Parameter 2"], HEAD),
               ("tie again,\nthen init", ["one Parameter"], LOOKUP))
+    top = 7.7
     for i, (title, params, color) in enumerate(stages):
-        top = 8.5 - 2.4 * i
         ax.text(0.05, top - 0.7, title, ha="left", va="center", family="monospace", color=color)
         embed = node(ax, 4.3, top - 0.4, "embed", w=1.7, h=0.6, size=11)
         head = node(ax, 7.6, top - 0.4, "lm_head", w=1.7, h=0.6, size=11)
@@ -270,14 +252,18 @@ def meta_untie(fig):
             shared = node(ax, 5.95, top - 1.5, params[0], color=color, w=2.8, h=0.6, size=11)
             arrow(ax, (embed[0], embed[1] - 0.35), (shared[0] - 0.6, shared[1] + 0.35))
             arrow(ax, (head[0], head[1] - 0.35), (shared[0] + 0.6, shared[1] + 0.35))
+            height = 2.4
         else:
             for owner, name in ((embed, params[0]), (head, params[1])):
                 below = node(ax, owner[0], top - 1.5, name, color=color, w=2.3, h=0.6, size=11)
                 arrow(ax, (owner[0], owner[1] - 0.35), (below[0], below[1] + 0.35), color=color)
+            # what the second Parameter costs, in the row that made it
+            ax.text(5.95, top - 2.0, "two Parameters: one matrix more,\nand the first update "
+                    "splits them", ha="center", va="top", color=HEAD)
+            height = 3.2
         if i < 2:
-            ax.plot([0.2, 9.4], [top - 2.05, top - 2.05], color=PALE, lw=2)
-    ax.text(4.8, 0.05, "two Parameters: one matrix more,\nand the first update splits them",
-            ha="center", va="bottom", color=HEAD)
+            ax.plot([0.2, 9.4], [top - height + 0.35, top - height + 0.35], color=PALE, lw=2)
+        top -= height
 
 
 @drawing(height=2.5)
@@ -392,11 +378,13 @@ def regimes(fig, rows):
 
 @drawing(height=4.6)
 def tie_outcomes(fig, rows):
-    """One line per way of saving or loading, as the page ran it: ``rows`` are (path,
-    matrices), the number of distinct (V, d) arrays the page counted in the reloaded model."""
+    """One line per way of saving or loading, as the page ran it: ``rows`` are (path, count,
+    kind), the number of (V, d) torch Parameters or Flax leaves (``kind``: "Parameter" or
+    "leaf") the page counted in the reloaded model."""
+    plural = {"Parameter": "Parameters", "leaf": "leaves"}
     ax = canvas(fig, 9.6, 9.2)
     step = 9.0 / len(rows)
-    for i, (path, matrices) in enumerate(rows):
+    for i, (path, matrices, kind) in enumerate(rows):
         y = 9.1 - step * (i + 0.5)
         kept = matrices == 1
         color = LOOKUP if kept else HEAD
@@ -406,5 +394,6 @@ def tie_outcomes(fig, rows):
         ax.text(0.5, y, "✓" if kept else "✗", ha="center", va="center", fontsize=16,
                 color=color, weight="bold")
         ax.text(1.0, y + 0.22, path, va="center", family="monospace")
-        ax.text(1.0, y - 0.3, f"{matrices} (V, d) {'matrix: tied' if kept else 'matrices: untied'}",
+        what = kind if matrices == 1 else plural[kind]
+        ax.text(1.0, y - 0.3, f"{matrices} (V, d) {what}: {'tied' if kept else 'untied'}",
                 va="center", color=color)

@@ -12,33 +12,33 @@ V, d = 1000, 64
 
 
 def draw(seed=7):
-    """E, the mixer's W and b, 16 token ids and 8 hidden states, all float32 but
-    the ids."""
+    """E, the mixer's kernel M and bias b, 16 token ids and 8 hidden states, all
+    float32 but the ids."""
     rng = np.random.default_rng(seed)
     # the one (V, d) matrix; std d^-1/4 gives logits of order one
     E = rng.normal(0.0, d ** -0.25, (V, d)).astype(np.float32)
     # mixer, Flax's (in, out)
-    W = rng.normal(0.0, d ** -0.5, (d, d)).astype(np.float32)
+    M = rng.normal(0.0, d ** -0.5, (d, d)).astype(np.float32)
     b = rng.normal(0.0, 0.1, d).astype(np.float32)
     ids = rng.integers(0, V, 16)
     # hidden states, for the head
     h = rng.normal(0.0, 1.0, (8, d)).astype(np.float32)
-    return E, W, b, ids, h
+    return E, M, b, ids, h
 
 
-def load_three(E, W, b):
+def load_three(E, M, b):
     """The same values in the three models, each framework its own way."""
     linen_model = LinenTiedLM(V, d)
     linen_vars = {
         "params": {
             "embed": {"embedding": jnp.asarray(E)},
-            "mixer": {"kernel": jnp.asarray(W), "bias": jnp.asarray(b)},
+            "mixer": {"kernel": jnp.asarray(M), "bias": jnp.asarray(b)},
         }
     }
 
     nnx_model = NNXTiedLM(V, d, rngs=nnx.Rngs(0))
     nnx_model.embed.embedding[...] = E
-    nnx_model.mixer.kernel[...] = W
+    nnx_model.mixer.kernel[...] = M
     nnx_model.mixer.bias[...] = b
 
     torch_model = TorchTiedLM(V, d)
@@ -46,7 +46,7 @@ def load_three(E, W, b):
         # (V, d) on both sides
         torch_model.embed.weight.copy_(torch.from_numpy(E))
         # (in, out) -> (out, in)
-        torch_model.mixer.weight.copy_(torch.from_numpy(W.T))
+        torch_model.mixer.weight.copy_(torch.from_numpy(M.T))
         torch_model.mixer.bias.copy_(torch.from_numpy(b))
     return linen_model, linen_vars, nnx_model, torch_model
 
@@ -55,11 +55,11 @@ def load_three(E, W, b):
 RTOL, ATOL = 1e-5, 1e-5
 
 
-def reference_logits(E, W, b, ids):
-    """The model in float64: x = E[ids]; h = x + tanh(x @ W + b); h @ E.T."""
-    E, W, b = (np.asarray(a, np.float64) for a in (E, W, b))
+def reference_logits(E, M, b, ids):
+    """The model in float64: x = E[ids]; h = x + tanh(x @ M + b); z = h @ E.T."""
+    E, M, b = (np.asarray(a, np.float64) for a in (E, M, b))
     x = E[ids]
-    return (x + np.tanh(x @ W + b)) @ E.T
+    return (x + np.tanh(x @ M + b)) @ E.T
 
 
 def gap(a, b):

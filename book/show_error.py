@@ -7,9 +7,14 @@ import contextlib
 import re
 import textwrap
 
-# A link in parentheses at the end of a message: longer than the code box, and the
-# page cites the library's documentation itself.
-TRAILING_LINK = re.compile(r"\s*\(?https?://\S+\)?\s*$")
+# A link at the end of a message, with the words that point to it ("More information
+# at", "see"): longer than the code box, and the page cites the library's documentation
+# itself.
+TRAILING_LINK = re.compile(
+    r"\s*(?:(?:for\s+)?more\s+info(?:rmation)?[,:]?\s*(?:(?:is\s+)?(?:at|in|see)\s*:?)?"
+    r"|see\s*:?)?\s*\(?https?://\S+\)?[.\s]*$",
+    re.IGNORECASE,
+)
 
 
 def describe(error: BaseException, whole: bool = False) -> str:
