@@ -254,7 +254,7 @@ def grade_all(paths: list[Path], out: Path, jobs: int, limits, lang: str, shard:
     skipped, unless ``force``, or its student (folder) or path is in ``regrade``, or its
     grading stopped at a limit that is now higher.  Each graded submission's line and
     the run's counts go to standard error."""
-    from grader.outputs.gradebook import Gradebook, find_notebooks, progress, settings
+    from grader.outputs.gradebook import Gradebook, empty_folders, find_notebooks, progress, settings, several
     from grader.outputs.shards import in_shard
     from grader.pipeline.batch import grade_batch
 
@@ -263,7 +263,8 @@ def grade_all(paths: list[Path], out: Path, jobs: int, limits, lang: str, shard:
     book.save()  # first: even a run stopped at once leaves a valid gradebook
     if requested():
         raise Interrupted
-    mine = [(s, p) for s, p in find_notebooks(paths) if shard is None or in_shard(s, p, shard)]
+    found = find_notebooks(paths)
+    mine = [(s, p) for s, p in found if shard is None or in_shard(s, p, shard)]
     asked = set(regrade)
     unknown = sorted(asked - {s for s, _ in mine} - {str(p) for _, p in mine})
     if unknown:
@@ -282,6 +283,10 @@ def grade_all(paths: list[Path], out: Path, jobs: int, limits, lang: str, shard:
 
     grade_batch(todo, jobs, limits, record)
     print(text("ui.summary_run", lang, graded=len(todo), skipped=skipped), file=sys.stderr)
+    for key, listed in (("ui.layout_empty", empty_folders(paths, found) if shard is None else []),
+                        ("ui.layout_several", several(book.entries, {str(p) for _, p in mine}))):
+        if listed:
+            print(text(key, lang, names="; ".join(listed)), file=sys.stderr)
     return book
 
 

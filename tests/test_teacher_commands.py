@@ -107,3 +107,37 @@ def test_a_grade_stopped_at_a_limit_is_regraded_when_the_limit_is_raised(tmp_pat
     assert not book.is_current(path, {**limits, "memory": 2**34})
     book.entries[str(path)] = {**entry, "items": [{"item": "sample_next", "verdict": "pass"}]}
     assert book.is_current(path, {**limits, "timeout": 300.0})
+
+
+def test_the_layouts_an_lms_hands_out_name_the_right_students(tmp_path):
+    """A Canvas bulk download (one flat folder, login_userid_subid_name.ipynb, LATE too) is
+    one student per Canvas user id; nbgrader's submitted/<student>/<assignment>/ tree is
+    one per student folder; a loose notebook is its own student, not the class folder."""
+    from grader.outputs.gradebook import empty_folders, find_notebooks, several
+
+    canvas = tmp_path / "canvas"
+    canvas.mkdir()
+    for name in ("parkdana_101_9001_04_gpt_head.ipynb", "kimbo_LATE_102_9002_homework.ipynb"):
+        (canvas / name).write_text("{}")
+    assert [s for s, _ in find_notebooks([canvas])] == ["102", "101"]
+    (tmp_path / "class" / "ana").mkdir(parents=True)
+    for path in (tmp_path / "class" / "ana" / "04.ipynb", tmp_path / "class" / "loose.ipynb"):
+        path.write_text("{}")
+    assert [s for s, _ in find_notebooks([tmp_path / "class"])] == ["ana", "loose"]
+    assert [s for s, _ in find_notebooks([tmp_path / "class" / "ana"])] == ["ana"]  # one student's folder
+    course = tmp_path / "course"
+    for student, assignment in (("ana", "ps1"), ("ana", "ps2"), ("bo", "ps1")):
+        (course / "submitted" / student / assignment).mkdir(parents=True)
+        (course / "submitted" / student / assignment / "04_gpt_head.ipynb").write_text("{}")
+    (course / "submitted" / "cy").mkdir()  # a student with nothing handed in
+    found = find_notebooks([course])
+    assert [s for s, _ in found] == ["ana", "ana", "bo"]
+    assert empty_folders([course], found) == [str(course / "submitted" / "cy")]
+    entries = {str(p): {"student": s, "chapter": "04_gpt_head"} for s, p in found}
+    assert several(entries, set(entries)) == ["ana (04_gpt_head, 2)"]
+
+
+def test_a_canvas_roster_matches_a_bulk_downloads_user_ids():
+    rows = [{"Student": "Park, Dana", "ID": "101", "SIS User ID": "", "SIS Login ID": "dpark", "Section": ""}]
+    matched, unmatched, absent = platforms.roster_match({"101": {"04_gpt_head": 15}}, rows)
+    assert matched == [(rows[0], "101")] and not unmatched and not absent

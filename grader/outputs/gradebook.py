@@ -16,7 +16,9 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 from grader.atomic import write_atomic
@@ -29,8 +31,33 @@ FIELDS = ("student", "chapter", "item", "points", "max_points", "verdict", "mess
 UNFINISHED = (TIMEOUT, OOM, NOT_REACHED)  # verdicts of items whose checks did not run
 
 
+# A Canvas bulk download: one flat folder, each file named login_userid_submissionid_name
+# (login_LATE_userid_... for a late one). The user id is the roster's "ID" column.
+CANVAS_FILE = re.compile(r"^[^_]+_(?:LATE_)?(\d+)_\d+_.+\.ipynb$")
+NBGRADER = "submitted"  # nbgrader's tree: submitted/<student>/<assignment>/<notebook>
+
+
+def student_of(root: Path, notebook: Path) -> str:
+    """Who handed ``notebook`` in, under the folder ``root``: the first folder under it
+    (nbgrader's ``submitted/<student>/``: the folder after it).  A file in ``root``
+    itself is its own student by its Canvas user id when Canvas named it; else, where
+    ``root`` has student folders too (a class folder), by its file name; else ``root``
+    is one student's folder, and names the student."""
+    parts = notebook.relative_to(root).parts
+    if parts[0] == NBGRADER and len(parts) > 2:
+        return parts[1]
+    if len(parts) > 1:
+        return parts[0]
+    canvas = CANVAS_FILE.match(notebook.name)
+    if canvas:
+        return canvas.group(1)
+    has_folders = any(d.is_dir() and not d.is_symlink() and d.name != ".ipynb_checkpoints" for d in root.iterdir())
+    return notebook.stem if has_folders else root.name
+
+
 def find_notebooks(paths: list[Path]) -> list[tuple[str, Path]]:
-    """(student, notebook) pairs: a folder's name is its student; a file's, its parent's.
+    """(student, notebook) pairs (``student_of``; a file named on the command line is
+    its folder's).
 
     Folders are walked without following symbolic links and without opening
     anything: every entry named like a notebook is listed whatever it is (a FIFO, a
@@ -46,10 +73,30 @@ def find_notebooks(paths: list[Path]) -> list[tuple[str, Path]]:
             here = Path(folder)
             links = {d for d in dirs if (here / d).is_symlink()}
             dirs[:] = sorted(d for d in dirs if d not in links and d != ".ipynb_checkpoints")
-            student = here.relative_to(path).parts[:1]  # () in the class folder itself
-            found += [(student[0] if student else path.name, here / f) for f in files if f.endswith(".ipynb")]
-            found += [(student[0] if student else d, here / d) for d in links]
+            found += [(student_of(path, here / f), here / f) for f in files if f.endswith(".ipynb")]
+            found += [(student_of(path, here / d) if here != path else d, here / d) for d in links]
     return sorted(found, key=lambda pair: pair[1])
+
+
+def empty_folders(paths: list[Path], found: list[tuple[str, Path]]) -> list[str]:
+    """The student folders of ``paths`` that hold no notebook: they get no row, so the
+    run says so."""
+    students = {student for student, _ in found}
+    empty = []
+    for path in (p for p in paths if p.is_dir()):
+        tops = [d for d in sorted(path.iterdir()) if d.is_dir() and not d.is_symlink()
+                and d.name not in (".ipynb_checkpoints", NBGRADER)]
+        if (path / NBGRADER).is_dir():
+            tops += [d for d in sorted((path / NBGRADER).iterdir()) if d.is_dir()]
+        empty += [str(d) for d in tops if d.name not in students]
+    return empty
+
+
+def several(entries: dict[str, dict], paths: set[str]) -> list[str]:
+    """The students with more than one graded notebook of one chapter among ``paths``
+    (each is graded, and the exports keep the best): "student (chapter, n)"."""
+    counts = Counter((e["student"], e.get("chapter")) for p, e in entries.items() if p in paths and "error" not in e)
+    return [f"{student} ({chapter}, {n})" for (student, chapter), n in sorted(counts.items()) if n > 1]
 
 
 def settings(sandbox: bool, lang: str) -> dict:

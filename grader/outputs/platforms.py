@@ -170,12 +170,13 @@ def points_differ(roster_possible: dict[str, str], possible: dict[str, int], col
 
 
 def roster_match(scores: dict[str, dict[str, int]], roster: list[dict[str, str]]):
-    """Each roster row's submission folder, matched by SIS login or SIS user id
-    (case ignored); the folders no row claims; the rows without a folder."""
+    """Each roster row's submission folder, matched by SIS login, SIS user id or Canvas
+    user id (a bulk download's files are named by it; case ignored); the folders no row
+    claims; the rows without a folder."""
     folders = {name.casefold(): name for name in scores}
     matched = []
     for row in roster:
-        keys = [row[k].strip().casefold() for k in ("SIS Login ID", "SIS User ID") if row[k].strip()]
+        keys = [row[k].strip().casefold() for k in ("SIS Login ID", "SIS User ID", "ID") if row[k].strip()]
         matched.append((row, next((folders[k] for k in keys if k in folders), None)))
     claimed = {folder for _, folder in matched}
     return (matched, sorted(set(scores) - claimed),
