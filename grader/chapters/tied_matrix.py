@@ -21,10 +21,10 @@ from grader.numerics import sample_std, self_logits_negative
 from grader.outcome import Finding
 from grader.registry import Case, Item, Promise
 
-# The ranges the exercise text states: 1 to MAX_TOKENS ids, V and D up to these.
+# The ranges the exercise text states: 1 to MAX_TOKENS ids, V and d up to these.
 MAX_TOKENS, MAX_VOCAB, MAX_D = 64, 512, 256
-# Shapes (T, V, D) of the hidden cases: a single token, a square matrix (where a
-# missing transpose still runs), the most tokens over a vocabulary smaller than D (every
+# Shapes (T, V, d) of the hidden cases: a single token, a square matrix (where a
+# missing transpose still runs), the most tokens over a vocabulary smaller than d (every
 # id repeats), some ids repeated and some absent, and the largest sizes the text allows.
 HIDDEN_SHAPES = ((1, 7, 5), (6, 16, 16), (MAX_TOKENS, 9, 12), (33, 50, 8), (MAX_TOKENS, MAX_VOCAB, MAX_D))
 # Fewer for the gradients, which compile once per shape: a single token, every id
@@ -61,7 +61,7 @@ def edge_ids(rng: np.random.Generator, length: int, vocab_size: int) -> list[int
 
 
 def random_matrix(rng: np.random.Generator, v: int, d: int) -> np.ndarray:
-    # Entries of std D^(-1/4) make every logit O(1), so float32 rounding stays far
+    # Entries of std d^(-1/4) make every logit O(1), so float32 rounding stays far
     # inside the tolerance whatever the order of the sums.
     return rng.normal(0.0, d ** -0.25, (v, d)).astype(np.float32)
 
@@ -85,7 +85,7 @@ def init_std_finding(values, n: int, expected: float, shown) -> Finding | None:
 
 def matrix_finding(shape, values, case: Case, std: float, std_shown) -> Finding | None:
     """What is wrong with the module's one matrix, of ``shape`` and ``values``: not the
-    case's (V, D), or entries whose std is not ``std`` (``init_std_finding``)."""
+    case's (V, d), or entries whose std is not ``std`` (``init_std_finding``)."""
     expected = (case.args["vocab_size"], case.args["d_model"])
     if tuple(shape) != expected:
         return Finding("common.wrong_param_shape", {"got": tuple(shape), "expected": expected})
@@ -98,7 +98,7 @@ def draw_finding(chapter: str, case: Case, values, again: list, ref, transposed,
     runs with the book's module standing in, so this is the one item that sees a module
     that ignores its key or draws another shape.  ``values`` is the matrix built with the
     case's seed, ``again`` the one built with the next seed, ``ref`` the reference's draw,
-    ``transposed()`` a (D, V) draw of the same key, transposed; ``std`` the asked scale.
+    ``transposed()`` a (d, V) draw of the same key, transposed; ``std`` the asked scale.
     ``chapter`` prefixes the keys: ``<chapter>.init_fixed_key`` (two seeds, one matrix),
     ``<chapter>.init_transposed_draw``, ``<chapter>.init_other_draw``."""
     if values is None:
@@ -290,23 +290,23 @@ def gradient_promises(says: str, probe: str, keys: dict, numpy_key: str, *more: 
 
 def structure_cases() -> list[Case]:
     return [
-        Case("case.worked_example", {"vocab_size": 4, "d_model": 3, "seed": 0}, True, shape_shown(V=4, D=3)),
-        Case("case.hidden", {"vocab_size": 9, "d_model": 12, "seed": 3}, shown=shape_shown(V=9, D=12)),
+        Case("case.worked_example", {"vocab_size": 4, "d_model": 3, "seed": 0}, True, shape_shown(V=4, d=3)),
+        Case("case.hidden", {"vocab_size": 9, "d_model": 12, "seed": 3}, shown=shape_shown(V=9, d=12)),
         Case("case.hidden", {"vocab_size": MAX_VOCAB, "d_model": MAX_D, "seed": 7},
-             shown=shape_shown(V=MAX_VOCAB, D=MAX_D)),
+             shown=shape_shown(V=MAX_VOCAB, d=MAX_D)),
     ]
 
 def forward_cases(item: str, drawn) -> list[Case]:
-    """The worked example's matrix (``drawn(seed, V, D)``, what the module draws) and ids,
+    """The worked example's matrix (``drawn(seed, V, d)``, what the module draws) and ids,
     then matrices the grader draws with the generator named ``item``."""
     rng = hidden_rng(item)
     v, d = PUBLIC["vocab_size"], PUBLIC["d_model"]
     found = [Case("case.worked_example", dict(vocab_size=v, d_model=d, token_ids=PUBLIC["token_ids"],
                                               embedding=drawn(0, v, d)),
-                  True, shape_shown(T=len(PUBLIC["token_ids"]), V=v, D=d))]
+                  True, shape_shown(T=len(PUBLIC["token_ids"]), V=v, d=d))]
     for t, v, d in HIDDEN_SHAPES:
         args = dict(vocab_size=v, d_model=d, token_ids=edge_ids(rng, t, v), embedding=random_matrix(rng, v, d))
-        found.append(Case("case.hidden", args, shown=shape_shown(T=t, V=v, D=d)))
+        found.append(Case("case.hidden", args, shown=shape_shown(T=t, V=v, d=d)))
     return found
 
 
@@ -314,8 +314,8 @@ def ids_promises(probe: str) -> tuple[Promise, ...]:
     """What a tied module's ``__call__`` is promised as input, here and in chapter 02."""
     return (
         Promise("__call__(token_ids) takes int ids of shape (T,)", f"probe {probe} passes int32 ids"),
-        Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and D up to 256",
-                "hidden cases T=1; V=D=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, D=256; "
+        Promise("1 to 64 ids, each in 0..V-1, repeated or not, with V up to 512 and d up to 256",
+                "hidden cases T=1; V=d=16; T=64 over V=9 (every id repeats); T=33, V=50; T=64, V=512, d=256; "
                 "every case with two or more ids holds id V-1 first and id 0 last"),
     )
 
@@ -330,16 +330,16 @@ def embed_promises(chapter: str, build: Promise, apply: Promise) -> tuple[Promis
         Promise("tied_io_embed(seed, token_ids, vocab_size, d_model) receives every argument as a float",
                 "every case sends floats, the ids a float32 array; called positionally as the signature has no "
                 "defaults"),
-        Promise("cast V and D to int", f"FLOAT_SIZES: {chapter}.float_sizes", keys=(f"{chapter}.float_sizes",)),
+        Promise("cast V and d to int", f"FLOAT_SIZES: {chapter}.float_sizes", keys=(f"{chapter}.float_sizes",)),
         Promise("and the ids to jnp.int32", f"FLOAT_IDS: {chapter}.float_ids", keys=(f"{chapter}.float_ids",)),
         build,
         apply,
         Promise("return the logits flattened to shape (T·V,) with .reshape(-1)", "common.not_flattened when the "
                 "(T, V) array is right; a tuple, list or dict is common.not_one_array, judged from the raw type "
                 "(probe call_alone)", keys=("common.not_flattened", "common.not_one_array")),
-        Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, D=3; dtype float32 "
+        Promise("the worked example prints (8,) float32", "public case seed 0, ids [0, 2], V=4, d=3; dtype float32 "
                 "(common.wrong_dtype)", keys=("common.wrong_dtype",)),
-        Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256", "hidden cases as for __call__"),
+        Promise("1 to 64 ids, each in 0..V-1, V up to 512, d up to 256", "hidden cases as for __call__"),
     )
 
 
@@ -350,7 +350,7 @@ def embed_sizes(case: Case) -> tuple[int, int, int]:
 
 def embed_reference(drawn):
     """The reference of ``tied_io_embed``: the tied logits, flattened, of the matrix that
-    ``drawn(seed, V, D)`` draws (the module's own initialiser) for the case's ids."""
+    ``drawn(seed, V, d)`` draws (the module's own initialiser) for the case's ids."""
     return lambda case: tied_logits(drawn(*embed_sizes(case)), ids_of(case)).reshape(-1)
 
 
@@ -378,7 +378,7 @@ def judge_embed(keys: dict, drawn, tol: dict, ignores_seed: str, retried=("commo
 def embed_item(chapter_id: str, chapter: str, points: int, stands_on: str, drawn, tol: dict, build: Promise,
                apply: Promise, **judged) -> Item:
     """``tied_io_embed(seed, token_ids, vocab_size, d_model)`` of a chapter: the module
-    ``stands_on`` built by the seed (``build``, whose matrix ``drawn(seed, V, D)`` draws),
+    ``stands_on`` built by the seed (``build``, whose matrix ``drawn(seed, V, d)`` draws),
     applied to the ids (``apply``), the logits flattened; ``chapter`` prefixes its keys,
     ``judged`` goes to ``judge_embed``.  The probe ``call_alone`` runs it with the
     reference ``stands_on``, so that the module's mistakes stay the module's."""
@@ -394,9 +394,9 @@ def embed_cases(item: str) -> list[Case]:
     seeds, ids and sizes; ``item`` names the hidden generator."""
     rng = hidden_rng(item)
     t, v, d = len(PUBLIC["token_ids"]), PUBLIC["vocab_size"], PUBLIC["d_model"]
-    found = [Case("case.worked_example", {"args": float_args(**PUBLIC)}, True, shape_shown(seed=0, T=t, V=v, D=d))]
+    found = [Case("case.worked_example", {"args": float_args(**PUBLIC)}, True, shape_shown(seed=0, T=t, V=v, d=d))]
     for t, v, d in HIDDEN_SHAPES:
         # Seeds from 1 on: a function that ignores its seed (always 0) is wrong on each.
         args = dict(seed=int(rng.integers(1, 2**31 - 1)), token_ids=edge_ids(rng, t, v), vocab_size=v, d_model=d)
-        found.append(Case("case.hidden", {"args": float_args(**args)}, shown=shape_shown(T=t, V=v, D=d)))
+        found.append(Case("case.hidden", {"args": float_args(**args)}, shown=shape_shown(T=t, V=v, d=d)))
     return found

@@ -39,7 +39,7 @@ def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
 
 @cache
 def transposed_draw(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
-    """What ``normal(stddev=0.02)`` draws for a (D, V) shape from the same key, transposed."""
+    """What ``normal(stddev=0.02)`` draws for a (d, V) shape from the same key, transposed."""
     import jax
     import jax.numpy as jnp
 
@@ -52,22 +52,22 @@ TIEDIO_PARAMS = tied.structure_item(
     "TiedIO", "tiedio_structure", judge_structure,
     promises=(
         Promise("a Linen module with fields vocab_size and d_model",
-                "probe tiedio_structure builds TiedIO(vocab_size=V, d_model=D) by keyword"),
+                "probe tiedio_structure builds TiedIO(vocab_size=V, d_model=d) by keyword"),
         Promise("it owns exactly one parameter", "judge_structure: linen.param_count; linen.second_param "
                 "(NameInUseError)", keys=("linen.param_count", "linen.second_param")),
         Promise("named embedding", "judge_structure: linen.param_name (the path must be params/embedding)",
                 keys=("linen.param_name",)),
-        Promise("of shape (V, D)", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
-                "V=512, D=256 (hidden); linen.param_shape when the grader's (V, D) matrix is refused",
+        Promise("of shape (V, d)", "judge_structure: common.wrong_param_shape on V=4, d=3 (public), V=9 < d=12 and "
+                "V=512, d=256 (hidden); linen.param_shape when the grader's (V, d) matrix is refused",
                 keys=("common.wrong_param_shape", "linen.param_shape")),
         Promise("initialised with nn.initializers.normal(stddev=0.02)",
-                "judge_structure: common.init_std on the V=512, D=256 case (tolerance 10 standard errors); "
+                "judge_structure: common.init_std on the V=512, d=256 case (tolerance 10 standard errors); "
                 "tied.draw_finding: the values equal the seed's draw on seeds 0 and 3 (tied_io_embed runs with the "
                 "book's TiedIO, so the draw is held here): linen.init_fixed_key for one matrix whatever the key, "
-                "linen.init_transposed_draw for a (D, V) draw transposed, linen.init_other_draw otherwise",
+                "linen.init_transposed_draw for a (d, V) draw transposed, linen.init_other_draw otherwise",
                 keys=("common.init_std", "linen.init_fixed_key", "linen.init_transposed_draw",
                       "linen.init_other_draw")),
-        Promise("the worked example: one (4, 3) leaf", "public case V=4, D=3, seed 0, as in the notebook"),
+        Promise("the worked example: one (4, 3) leaf", "public case V=4, d=3, seed 0, as in the notebook"),
     ),
 )
 
@@ -76,7 +76,7 @@ TIEDIO_PARAMS = tied.structure_item(
 
 @cache
 def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
-    """The float32 matrix that ``TiedIO(V, D).init(PRNGKey(seed), ...)`` draws."""
+    """The float32 matrix that ``TiedIO(V, d).init(PRNGKey(seed), ...)`` draws."""
     import jax
     import jax.numpy as jnp
 
@@ -96,7 +96,7 @@ TIEDIO_CALL = Item(
         Promise("look the ids up in it", "logits_symptom: linen.wrong_rows (an off-by-one or reordered lookup)",
                 keys=("linen.wrong_rows",)),
         Promise("then project with its transpose", "logits_symptom: linen.missing_transpose (runs on the square "
-                "case V=D=16, raises elsewhere: MISSING_TRANSPOSE); linen.scaled for a rescaled product",
+                "case V=d=16, raises elsewhere: MISSING_TRANSPOSE); linen.scaled for a rescaled product",
                 keys=("linen.missing_transpose", "linen.scaled")),
         Promise("the projection reads the same parameter", "the grader applies the module with only "
                 "params/embedding given: a second parameter raises linen.param_not_found",
@@ -121,11 +121,11 @@ def gradient_cases() -> list[Case]:
     v, d = tied.PUBLIC["vocab_size"], tied.PUBLIC["d_model"]
     found = [Case("case.worked_example", dict(vocab_size=v, d_model=d, **GRAD_PUBLIC,
                                               embedding=reference_embedding(0, v, d)),
-                  True, tied.shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, D=d))]
+                  True, tied.shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, d=d))]
     for t, v, d in tied.GRAD_SHAPES:
         args = dict(vocab_size=v, d_model=d, token_ids=tied.edge_ids(rng, t, v),
                     targets=[int(i) for i in rng.integers(0, v, size=t)], embedding=tied.random_matrix(rng, v, d))
-        found.append(Case("case.hidden", args, shown=tied.shape_shown(T=t, V=v, D=d)))
+        found.append(Case("case.hidden", args, shown=tied.shape_shown(T=t, V=v, d=d)))
     return found
 
 
@@ -139,8 +139,8 @@ TIEDIO_GRADIENT = Item(
                                 ("for logits returned as a tuple, list or dict of rows", "common.not_one_array")),
         Promise("the worked example: ids [0, 2, 2], targets [2, 2, 3] on the module's own (4, 3) matrix prints True",
                 "public case: the same matrix (TiedIO(4, 3) at PRNGKey(0)), ids and targets"),
-        Promise("1 to 64 ids, with V up to 512 and D up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); "
-                "T=64, V=512, D=256"),
+        Promise("1 to 64 ids, with V up to 512 and d up to 256", "hidden cases T=1; T=64, V=9 (every id repeats); "
+                "T=64, V=512, d=256"),
     ),
     cases=gradient_cases, reference=tied.gradient_reference, judge=tied.judge_gradient(KEYS),
     errors=(ErrorPattern("linen.grad_numpy", r"TracerArrayConversionError"),),
@@ -149,7 +149,7 @@ TIEDIO_GRADIENT = Item(
 
 # ---------------------------------------------------------------- tied_io_embed(seed, token_ids, vocab_size, d_model)
 
-# tied_io_embed's logits are about 0.02² · D: its own, tighter tolerance.
+# tied_io_embed's logits are about 0.02² · d: its own, tighter tolerance.
 EMBED_TOL = dict(rtol=1e-5, atol=1e-6)
 
 
@@ -175,12 +175,12 @@ SHARED_PUBLIC = dict(vocab_size=8, d_model=4, token_ids=[1, 3, 3, 7])  # the not
 def shared_structure_cases() -> list[Case]:
     v, d = SHARED_PUBLIC["vocab_size"], SHARED_PUBLIC["d_model"]
     return [
-        Case("case.worked_example", {"vocab_size": v, "d_model": d, "seed": 0}, True, tied.shape_shown(V=v, D=d)),
-        # V < D, V = D (where a (D, V) head kernel has the mixer's shape), and the largest sizes.
-        Case("case.hidden", {"vocab_size": 9, "d_model": 12, "seed": 3}, shown=tied.shape_shown(V=9, D=12)),
-        Case("case.hidden", {"vocab_size": 16, "d_model": 16, "seed": 5}, shown=tied.shape_shown(V=16, D=16)),
+        Case("case.worked_example", {"vocab_size": v, "d_model": d, "seed": 0}, True, tied.shape_shown(V=v, d=d)),
+        # V < d, V = d (where a (d, V) head kernel has the mixer's shape), and the largest sizes.
+        Case("case.hidden", {"vocab_size": 9, "d_model": 12, "seed": 3}, shown=tied.shape_shown(V=9, d=12)),
+        Case("case.hidden", {"vocab_size": 16, "d_model": 16, "seed": 5}, shown=tied.shape_shown(V=16, d=16)),
         Case("case.hidden", {"vocab_size": tied.MAX_VOCAB, "d_model": tied.MAX_D, "seed": 7},
-             shown=tied.shape_shown(V=tied.MAX_VOCAB, D=tied.MAX_D)),
+             shown=tied.shape_shown(V=tied.MAX_VOCAB, d=tied.MAX_D)),
     ]
 
 
@@ -192,7 +192,7 @@ def judge_shared_structure(case: Case, tree: dict, _ref) -> Finding | None:
     tables = [p for p, s in zip(paths, shapes) if p.endswith("/embedding") and s == [v, d]]
     if len(tables) > 1:
         return Finding("linen.shared_two_embeds", {"names": ", ".join(tables)})
-    # A head of its own: a (D, V) matrix besides the table (as an nn.Dense kernel or a param).
+    # A head of its own: a (d, V) matrix besides the table (as an nn.Dense kernel or a param).
     heads = [p for p, s in zip(paths, shapes) if s == [d, v] and p not in expected]
     if heads:
         return Finding("linen.shared_dense_head", {"names": ", ".join(heads)})
@@ -211,26 +211,26 @@ SHARED_PARAMS = Item(
     name="SharedEmbedLM.params", symbol="SharedEmbedLM", points=2, probe="shared_structure",
     promises=(
         Promise("a Linen module SharedEmbedLM with fields vocab_size and d_model",
-                "probe shared_structure builds SharedEmbedLM(vocab_size=V, d_model=D) by keyword"),
-        Promise("ONE nn.Embed named embed: params/embed/embedding of shape (V, D)",
-                "judge_shared_structure: linen.shared_two_embeds for a second (V, D) table; "
+                "probe shared_structure builds SharedEmbedLM(vocab_size=V, d_model=d) by keyword"),
+        Promise("ONE nn.Embed named embed: params/embed/embedding of shape (V, d)",
+                "judge_shared_structure: linen.shared_two_embeds for a second (V, d) table; "
                 "linen.shared_param_names for another name; common.wrong_param_shape",
                 keys=("linen.shared_two_embeds", "linen.shared_param_names", "common.wrong_param_shape")),
         Promise("the head is that table (embed.attend), not a matrix of its own",
-                "judge_shared_structure: linen.shared_dense_head for any (D, V) leaf outside the three expected "
-                "paths (V=D=16 hidden case included: a head's kernel then has the mixer's shape but another path); "
+                "judge_shared_structure: linen.shared_dense_head for any (d, V) leaf outside the three expected "
+                "paths (V=d=16 hidden case included: a head's kernel then has the mixer's shape but another path); "
                 "the forward item gives only the three expected leaves, so a head of its own raises "
                 "linen.param_not_found", keys=("linen.shared_dense_head", "linen.param_not_found")),
-        Promise("an nn.Dense(d_model) named mixer between lookup and head: params/mixer/kernel (D, D) and "
-                "params/mixer/bias (D,)", "judge_shared_structure: linen.shared_no_mixer when no params/mixer leaf "
+        Promise("an nn.Dense(d_model) named mixer between lookup and head: params/mixer/kernel (d, d) and "
+                "params/mixer/bias (d,)", "judge_shared_structure: linen.shared_no_mixer when no params/mixer leaf "
                 "exists; linen.shared_param_names for a missing bias or other names; common.wrong_param_shape",
                 keys=("linen.shared_no_mixer", "linen.shared_param_names", "common.wrong_param_shape")),
         Promise("nothing else: exactly those three leaves", "judge_shared_structure: linen.shared_param_names",
                 keys=("linen.shared_param_names",)),
         Promise("the table initialised with nn.initializers.normal(stddev=0.02)",
-                "judge_shared_structure: common.init_std on the V=512, D=256 case (ten standard errors)",
+                "judge_shared_structure: common.init_std on the V=512, d=256 case (ten standard errors)",
                 keys=("common.init_std",)),
-        Promise("the worked example: V=8, D=4, the printed tree of shapes", "public case V=8, D=4, seed 0"),
+        Promise("the worked example: V=8, d=4, the printed tree of shapes", "public case V=8, d=4, seed 0"),
     ),
     cases=shared_structure_cases, reference=lambda case: None, judge=judge_shared_structure,
 )
@@ -251,7 +251,7 @@ def shared_forward_cases() -> list[Case]:
                     kernel=rng.normal(0.0, d ** -0.5, (d, d)).astype(np.float32),
                     bias=rng.normal(0.0, d ** -0.25, (d,)).astype(np.float32))
         found.append(Case("case.worked_example" if worked else "case.hidden", args, worked,
-                          tied.shape_shown(T=t, V=v, D=d)))
+                          tied.shape_shown(T=t, V=v, d=d)))
     return found
 
 
@@ -277,8 +277,8 @@ SHARED_CALL = Item(
     name="SharedEmbedLM.__call__", symbol="SharedEmbedLM", points=2, probe="shared_forward",
     promises=(
         Promise("__call__(token_ids) takes int ids of shape (T,)", "probe shared_forward passes int32 ids"),
-        Promise("1 to 64 ids, each in 0..V-1, V up to 512, D up to 256",
-                "hidden cases T=1; V=D=16; T=64 over V=9; T=33, V=50; T=64, V=512, D=256; ids hold V-1 and 0"),
+        Promise("1 to 64 ids, each in 0..V-1, V up to 512, d up to 256",
+                "hidden cases T=1; V=d=16; T=64 over V=9; T=33, V=50; T=64, V=512, d=256; ids hold V-1 and 0"),
         Promise("returns float32 logits of shape (T, V)", "compare_arrays: common.wrong_shape, common.wrong_dtype",
                 keys=("common.wrong_shape", "common.wrong_dtype")),
         Promise("look the ids up in embed, apply mixer, then embed.attend",
@@ -286,7 +286,7 @@ SHARED_CALL = Item(
                 "(E[ids] @ W + b) @ E.T in float64 within rtol=1e-4, atol=1e-5; linen.shared_mixer_skipped when "
                 "the result is E[ids] @ E.T", keys=("linen.shared_mixer_skipped",)),
         Promise("the worked example: logits (4, 8) float32 that equal the hand-written mixer(E[ids]) @ E.T",
-                "public case: V=8, D=4, the notebook's ids [1, 3, 3, 7], parameters the grader draws"),
+                "public case: V=8, d=4, the notebook's ids [1, 3, 3, 7], parameters the grader draws"),
     ),
     cases=shared_forward_cases, reference=lambda case: shared_logits(case.args), judge=judge_shared_forward,
 )

@@ -25,7 +25,7 @@ PROBED = ("kind", "params", "path", "logits")  # what the forward and gradient p
 
 @cache
 def reference_embedding(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
-    """The float32 matrix that ``TiedEmbed(V, D, rngs=nnx.Rngs(seed))`` draws."""
+    """The float32 matrix that ``TiedEmbed(V, d, rngs=nnx.Rngs(seed))`` draws."""
     from flax import nnx
 
     model = book_tiedembed()(vocab_size, d_model, rngs=nnx.Rngs(seed))
@@ -44,7 +44,7 @@ def malformed(value, fields=PROBED) -> Finding | None:
 
 
 def nowhere_written(value: dict) -> Finding:
-    """The module keeps no (V, D) matrix where the grader could write its own: at
+    """The module keeps no (V, d) matrix where the grader could write its own: at
     self.embedding something that is no parameter, and no nnx.Param anywhere (that is
     all nnx.state(model, nnx.Param) can miss), or parameters none of which fits."""
     if value["kind"] and not value["params"]:
@@ -83,7 +83,7 @@ def judge_structure(case: Case, tree: dict, _ref) -> Finding | None:
 
 @cache
 def transposed_draw(seed: int, vocab_size: int, d_model: int) -> np.ndarray:
-    """A (D, V) draw of the seed's key, transposed and divided by sqrt(D): another matrix."""
+    """A (d, V) draw of the seed's key, transposed and divided by sqrt(d): another matrix."""
     import jax
     from flax import nnx
 
@@ -95,7 +95,7 @@ TIEDEMBED_PARAMS = tied.structure_item(
     "TiedEmbed", "tiedembed_structure", judge_structure,
     promises=(
         Promise("built as TiedEmbed(vocab_size, d_model, rngs=nnx.Rngs(seed))",
-                "probe _build: V and D positional, rngs by keyword, as the notebook writes it"),
+                "probe _build: V and d positional, rngs by keyword, as the notebook writes it"),
         Promise("stores the matrix as the only parameter", "judge_structure: nnx.param_count; nnx.copied_param for "
                 "a second Param that starts as a copy; nnx.no_param",
                 keys=("nnx.param_count", "nnx.copied_param", "nnx.no_param")),
@@ -103,16 +103,16 @@ TIEDEMBED_PARAMS = tied.structure_item(
                 "nnx.Embed's Param); nnx.not_a_param for a plain array or another Variable kind",
                 keys=("nnx.param_name", "nnx.param_in_submodule", "nnx.not_a_param", "nnx.no_embedding",
                       "nnx.no_matrix")),
-        Promise("a (V, D) matrix", "judge_structure: common.wrong_param_shape on V=4, D=3 (public), V=9 < D=12 and "
-                "V=512, D=256 (hidden)", keys=("common.wrong_param_shape",)),
-        Promise("drawn from jax.random.normal with rngs.params(), divided by sqrt(D)",
-                "judge_structure: common.init_std on V=512, D=256 (10 standard errors); tied.draw_finding: the values "
+        Promise("a (V, d) matrix", "judge_structure: common.wrong_param_shape on V=4, d=3 (public), V=9 < d=12 and "
+                "V=512, d=256 (hidden)", keys=("common.wrong_param_shape",)),
+        Promise("drawn from jax.random.normal with rngs.params(), divided by sqrt(d)",
+                "judge_structure: common.init_std on V=512, d=256 (10 standard errors); tied.draw_finding: the values "
                 "equal the seed's draw on seeds 0 and 3 (tied_io_embed runs with the book's TiedEmbed, so the "
                 "draw is held here): nnx.init_fixed_key for the same matrix whatever the seed, "
-                "nnx.init_transposed_draw for a (D, V) draw transposed, nnx.init_other_draw otherwise",
+                "nnx.init_transposed_draw for a (d, V) draw transposed, nnx.init_other_draw otherwise",
                 keys=("common.init_std", "nnx.init_fixed_key", "nnx.init_transposed_draw", "nnx.init_other_draw")),
         Promise("the worked example: nnx.state(model, nnx.Param) holds one (4, 3) entry",
-                "public case V=4, D=3, seed 0"),
+                "public case V=4, d=3, seed 0"),
     ),
 )
 
@@ -148,7 +148,7 @@ TIEDEMBED_CALL = Item(
                 "nnx.scaled; nnx.forward_untied when the projection reads a second Param",
                 keys=("nnx.missing_transpose", "nnx.scaled", "nnx.forward_untied")),
         Promise("values", "E[ids] @ E.T in float64 within rtol=1e-4, atol=1e-5, E written by the grader into "
-                "self.embedding (or the module's only (V, D) Param: the forward pass is judged on its own)"),
+                "self.embedding (or the module's only (V, d) Param: the forward pass is judged on its own)"),
     ),
     cases=partial(tied.forward_cases, "02_nnx/TiedEmbed.__call__", reference_embedding),
     reference=tied.forward_reference,
@@ -179,10 +179,10 @@ def _grad_inputs(name: str) -> list[tuple[dict, dict]]:
     rng = hidden_rng(name)
     v, d = GRAD_PUBLIC["vocab_size"], GRAD_PUBLIC["d_model"]
     found = [(dict(embedding=worked_matrix(), token_ids=GRAD_PUBLIC["token_ids"], targets=GRAD_PUBLIC["targets"]),
-              tied.shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, D=d))]
+              tied.shape_shown(T=len(GRAD_PUBLIC["token_ids"]), V=v, d=d))]
     for t, v, d in tied.GRAD_SHAPES:
         found.append((dict(embedding=tied.random_matrix(rng, v, d), token_ids=tied.edge_ids(rng, t, v),
-                           targets=[int(i) for i in rng.integers(0, v, size=t)]), tied.shape_shown(T=t, V=v, D=d)))
+                           targets=[int(i) for i in rng.integers(0, v, size=t)]), tied.shape_shown(T=t, V=v, d=d)))
     return found
 
 
@@ -223,8 +223,8 @@ TIEDEMBED_GRADIENT = Item(
                                 unblocked="nothing may stop it (jax.lax.stop_gradient, a NumPy round trip)"),
         Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
                 "public case: the same matrix, ids and targets"),
-        Promise("1 to 64 ids, V up to 512, D up to 256",
-                "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
+        Promise("1 to 64 ids, V up to 512, d up to 256",
+                "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, d=256"),
     ),
     cases=gradient_cases, reference=tied.gradient_reference, judge=judge_model_gradient,
     errors=(ErrorPattern("nnx.grad_numpy", r"TracerArrayConversionError"),),
@@ -239,7 +239,7 @@ DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarnin
 def warnings_cases() -> list[Case]:
     t, v, d = len(tied.PUBLIC["token_ids"]), tied.PUBLIC["vocab_size"], tied.PUBLIC["d_model"]
     return [Case("case.worked_example", {"vocab_size": v, "d_model": d, "token_ids": tied.PUBLIC["token_ids"]}, True,
-                 tied.shape_shown(T=t, V=v, D=d))]
+                 tied.shape_shown(T=t, V=v, d=d))]
 
 
 def judge_warnings(case: Case, caught: list, _ref) -> Finding | None:
@@ -274,7 +274,7 @@ EMBED_TOL = dict(rtol=1e-5, atol=1e-5)
 
 
 def init_scale(case: Case, value, ref, finding: Finding) -> Finding | None:
-    """The normal draw not divided by sqrt(D): every logit D times too large."""
+    """The normal draw not divided by sqrt(d): every logit d times too large."""
     d = tied.embed_sizes(case)[2]
     if d > 1 and close(value, d * ref, rtol=1e-4, atol=1e-4):
         return Finding("nnx.init_scale", finding.params)
@@ -293,7 +293,7 @@ TIED_IO_EMBED = tied.embed_item(
 )
 
 
-# ---------------------------------------------------------- tied_grad_paths(embedding, token_ids, targets) -> (2, V, D)
+# ---------------------------------------------------------- tied_grad_paths(embedding, token_ids, targets) -> (2, V, d)
 
 def grad_cases() -> list[Case]:
     found = []
@@ -350,9 +350,9 @@ def _grad_slot_zero(slot: int):
 TIED_GRAD_PATHS = Item(
     name="tied_grad_paths", points=3, probe="typed_call",
     promises=(
-        Promise("tied_grad_paths(embedding, token_ids, targets): a (V, D) float32 matrix and int ids and targets of "
+        Promise("tied_grad_paths(embedding, token_ids, targets): a (V, d) float32 matrix and int ids and targets of "
                 "shape (T,)", "cases send a float32 array and two int32 arrays, positionally"),
-        Promise("returns both paths stacked, shape (2, V, D)", "nnx.grad_not_stacked for one (V, D) matrix, and for a "
+        Promise("returns both paths stacked, shape (2, V, d)", "nnx.grad_not_stacked for one (V, d) matrix, and for a "
                 "tuple, list or dict, judged from the raw type (probe typed_call); common.wrong_shape",
                 keys=("nnx.grad_not_stacked", "common.wrong_shape")),
         Promise("[0] the lookup path, [1] the projection path", "nnx.grad_swapped; nnx.grad_total for the sum in "
@@ -365,8 +365,8 @@ TIED_GRAD_PATHS = Item(
                 "atol=1e-6; no dtype is imposed (NumPy by hand is allowed)"),
         Promise("the worked example: E = normal(key(1), (5, 3)) / sqrt(3), ids [0, 2, 2], targets [2, 2, 4]",
                 "public case: the same matrix, ids and targets"),
-        Promise("1 to 64 ids, V up to 512, D up to 256",
-                "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, D=256"),
+        Promise("1 to 64 ids, V up to 512, d up to 256",
+                "hidden cases T=1; T=64, V=9 (every id repeats); T=64, V=512, d=256"),
     ),
     cases=grad_cases, reference=_paths,
     judge=one_array(matches_reference((

@@ -78,7 +78,7 @@ def tiedembed_structure(ns, vocab_size, d_model, seed):
 def _write_matrix(model, vocab_size, d_model, embedding):
     """Write the grader's matrix where the module keeps its own, so that the forward pass
     and the gradient are judged whatever the parameter's name or holder: at
-    ``self.embedding`` (an nnx.Variable, or a plain array), else into the only (V, D)
+    ``self.embedding`` (an nnx.Variable, or a plain array), else into the only (V, d)
     nnx.Param of the module (an nnx.Embed's, say).  What was found, for the judge."""
     import jax
     import jax.numpy as jnp
