@@ -242,6 +242,24 @@ def check_notebook(args) -> int:
     return EXIT_OK if result.passed else EXIT_FAIL
 
 
+def class_summary(entries: dict[str, dict], paths: set[str], lang: str) -> str:
+    """One line per chapter of the class's notebooks in ``paths`` (those graded now and
+    those kept): how many were graded, could not be, and the mean and median score."""
+    import statistics
+
+    lines = []
+    graded = [e for p, e in entries.items() if p in paths and "error" not in e]
+    for chapter in sorted({e["chapter"] for e in graded}):
+        scores = [e["points"] for e in graded if e["chapter"] == chapter]
+        lines.append(text("ui.summary_chapter", lang, chapter=chapter, count=len(scores),
+                          mean=f"{statistics.mean(scores):.1f}", median=f"{statistics.median(scores):g}",
+                          max_points=next(e["max_points"] for e in graded if e["chapter"] == chapter)))
+    bad = sum(1 for p, e in entries.items() if p in paths and "error" in e)
+    if bad:
+        lines.append(text("ui.summary_not_read", lang, count=bad))
+    return "\n".join(lines)
+
+
 class NotFound(Exception):
     """A command line that names a submission that is not there (said in one line, exit 2)."""
 
@@ -283,6 +301,7 @@ def grade_all(paths: list[Path], out: Path, jobs: int, limits, lang: str, shard:
 
     grade_batch(todo, jobs, limits, record)
     print(text("ui.summary_run", lang, graded=len(todo), skipped=skipped), file=sys.stderr)
+    print(class_summary(book.entries, {str(p) for _, p in mine}, lang), file=sys.stderr)
     for key, listed in (("ui.layout_empty", empty_folders(paths, found) if shard is None else []),
                         ("ui.layout_several", several(book.entries, {str(p) for _, p in mine}))):
         if listed:

@@ -203,6 +203,8 @@ def test_gradescope_and_prairielearn_results_for_wrong_and_missing_files(tmp_pat
         missing = json.loads((root / "results" / "results.json").read_text())
         jsonschema.validate(missing, schema(name))
         assert missing.get("score", 0) == 0 and missing.get("gradable", False) is False
+        if command == "prairielearn":  # where PrairieLearn shows why it could not grade
+            assert missing["format_errors"] and "message" not in missing
         assert str(root / inbox) in done.stdout  # the platform's log says what happened (it said nothing)
         shutil.copy(ROOT / "exercises" / f"{CHAPTER}.ipynb", root / inbox / f"{CHAPTER}.ipynb")
         done = grader(command, "--root", str(root), "--chapter", CHAPTER, "--lang", "es")

@@ -74,6 +74,7 @@ def test_a_rerun_says_what_it_skipped_and_regrades_on_request(tmp_path):
     assert sorted(line.split()[0] for line in lines) == ["ana", "bo"], first.stderr
     assert all(line.split()[-1] == "15/15" or "/" in line.split()[-1] for line in lines)
     assert "graded: 2; skipped, already in the gradebook unchanged: 0" in first.stderr
+    assert "04_gpt_head: 2 graded, mean " in first.stderr and ", median " in first.stderr, first.stderr
     again = run()
     assert "graded: 0; skipped, already in the gradebook unchanged: 2" in again.stderr, again.stderr
     one = run("--regrade", "bo")

@@ -94,8 +94,8 @@ def gradescope_results(entry: dict, lang: str, seconds: float = 0.0, visibility:
 
 def prairielearn_results(entry: dict, lang: str) -> dict:
     """A submission's results.json for PrairieLearn's external grader."""
-    if "error" in entry:
-        return {"gradable": False, "score": 0.0, "message": entry["message"], "tests": []}
+    if "error" in entry:  # PrairieLearn shows a submission it cannot grade by its format_errors
+        return {"gradable": False, "score": 0.0, "format_errors": [entry["message"]], "tests": []}
     total = entry["max_points"] or 1
     return {
         "gradable": True,
