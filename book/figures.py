@@ -176,10 +176,9 @@ def pre_and_post_ln() -> SVG:
     fig, ax = plt.subplots(figsize=(WIDTH, 5.6))
     pre = ["x", "LN", "MHA", "+", "LN", "FFN", "+"]
     post = ["x", "MHA", "+", "LN", "FFN", "+", "LN"]
-    _flow(ax, 0, pre, [0, 3, 3, 6], "pre-LN (GPT-2;\nthe exercise omits ln_f)")
+    _flow(ax, 0, pre, [0, 3, 3, 6], "pre-LN (GPT-2,\nthe exercise)")
     _flow(ax, 4, post, [0, 2, 3, 5], "post-LN\n(BERT)")
-    ax.text(0, -0.7, "x is not normalised in the\nblocks: GPT-2 adds a final\nLayerNorm, ln_f, before the head",
-            ha="center", va="top", color=MUTED)
+    ax.text(0, -0.7, "the stream x is never\nnormalised in the block", ha="center", va="top", color=MUTED)
     ax.text(4, -0.7, "every block ends\nwith a LayerNorm", ha="center", va="top",
             color=MUTED)
     ax.set_xlim(-2.1, 6.1)

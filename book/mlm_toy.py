@@ -8,21 +8,24 @@ from torch import nn
 
 # batch, length, vocabulary, d_model, heads, blocks
 N, T, V, D, HEADS, BLOCKS = 2, 6, 40, 16, 4, 2
+MASK = V - 1                                  # the id of [MASK], no ordinary token's
 
 tanh_gelu = partial(F.gelu, approximate="tanh")
 
 
 def toy_batch(seed=0):
-    """The tied matrix, the position vectors, a batch of ids and which positions
-    are hidden."""
+    """The tied matrix, the position vectors, a corrupted batch of ids and which
+    positions are hidden."""
     torch.manual_seed(seed)
     # the one (V, d_model) matrix, used twice; N(0, 1): nothing is trained here
     w_emb = torch.randn(V, D)
     pos_embed = 0.5 * torch.randn(T, D)       # one learned vector per position
-    input_ids = torch.randint(0, V, (N, T))
+    tokens = torch.randint(0, MASK, (N, T))   # the sentences: ids 0 .. V - 2
     mask_indicator = torch.zeros(N, T)
     # 3 hidden
     mask_indicator[0, 1] = mask_indicator[0, 4] = mask_indicator[1, 2] = 1.0
+    # what the model reads: [MASK] at the hidden positions
+    input_ids = torch.where(mask_indicator > 0.5, MASK, tokens)
     return w_emb, pos_embed, input_ids, mask_indicator
 
 
