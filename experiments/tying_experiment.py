@@ -61,7 +61,7 @@ class Config:
     batch_size: int = 32         # parallel streams
     bptt: int = 32               # tokens per stream per step (truncated backpropagation)
     steps: int = 500             # optimiser steps per run
-    warmup: int = 25             # linear warm-up steps, then cosine decay to zero
+    warmup: int = 25             # linear warm-up steps, times a cosine from 1 at step 0 to 0 at the last
     clip: float = 1.0            # gradient-norm clipping
     eval_every: int = 50         # steps between two points of the curves
     lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2)   # Adam peak learning rates of the sweep
@@ -357,7 +357,7 @@ def run_experiment(cfg: Config, threads: int = 1, jobs: int = 1, log=print) -> d
 
 MEASURES = {
     "valid": lambda run: run["final_valid_ppl"],                           # lower is better
-    "ratio": lambda run: run["final_valid_ppl"] / run["final_train_ppl"],  # the generalisation gap
+    "ratio": lambda run: run["final_valid_ppl"] / run["final_train_ppl"],  # the validation/train ratio
 }
 
 
