@@ -257,9 +257,9 @@ def meta_untie(fig):
             for owner, name in ((embed, params[0]), (head, params[1])):
                 below = node(ax, owner[0], top - 1.5, name, color=color, w=2.3, h=0.6, size=11)
                 arrow(ax, (owner[0], owner[1] - 0.35), (below[0], below[1] + 0.35), color=color)
-            # what the second Parameter costs, in the row that made it
-            ax.text(5.95, top - 2.0, "two Parameters: one matrix more,\nand the first update "
-                    "splits them", ha="center", va="top", color=HEAD)
+            # what to_empty made: two Parameters, each over new, uninitialised memory
+            ax.text(5.95, top - 2.0, "two Parameters with separate\n(uninitialised) storage",
+                    ha="center", va="top", color=HEAD)
             height = 3.2
         if i < 2:
             ax.plot([0.2, 9.4], [top - height + 0.35, top - height + 0.35], color=PALE, lw=2)
