@@ -170,15 +170,15 @@ def first_loss(fig, sigmas, losses, vocab: int, marked: float):
     ax.plot(sigmas, losses, "o-", color=HEAD, lw=2, ms=5, label="measured")
     small = sigmas <= 3
     ax.plot(sigmas[small], np.log(vocab) + sigmas[small] ** 2 / 2, ":", color=INK, lw=2.2,
-            label="ln V + σ²/2")
+            label="ln V + σ_z²/2")
     ax.axhline(np.log(vocab), color=LOOKUP, ls="--", lw=1.5)
     ax.text(sigmas[-1], np.log(vocab) - 0.6, f"ln V = {np.log(vocab):.1f}: a uniform guess",
             ha="right", va="top", color=LOOKUP)
     at = losses[np.argmin(abs(sigmas - marked))]
-    ax.annotate(f"σ = {marked:g}: {at:.1f}", (marked, at), xytext=(-30, 0),
+    ax.annotate(f"σ_z = {marked:g}: {at:.1f}", (marked, at), xytext=(-30, 0),
                 textcoords="offset points", ha="right", va="center",
                 arrowprops={"arrowstyle": "-", "color": INK})
-    ax.set_xlabel("standard deviation σ of the first logits")
+    ax.set_xlabel("standard deviation σ_z of the first logits")
     ax.set_ylabel("first loss (nats)")
     ax.set_ylim(0, max(losses) * 1.12)
     ax.legend(loc="upper left", frameon=False)
