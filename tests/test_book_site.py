@@ -199,11 +199,11 @@ def test_the_framework_picked_is_kept_across_pages_and_reloads(site):
     try:
         tab.open(url(base, first))
         tab.evaluate("document.querySelector('.sd-tab-set').scrollIntoView()")
-        tab.click(".sd-tab-set > label[data-sync-id='pytorch']")
-        assert set(tab.evaluate(CHECKED_TAB)) == {"pytorch"}
+        tab.click(".sd-tab-set > label[data-sync-id='nnx']")
+        assert set(tab.evaluate(CHECKED_TAB)) == {"nnx"}
         for page in [*others, first]:   # the next page, then a reload of the first
             tab.open(url(base, page))
-            assert tab.wait_for(f"{CHECKED_TAB}.length && {CHECKED_TAB}.every(id => id === 'pytorch')", timeout=5), page
+            assert tab.wait_for(f"{CHECKED_TAB}.length && {CHECKED_TAB}.every(id => id === 'nnx')", timeout=5), page
         assert not console_errors(tab.events)
     finally:
         tab.evaluate("localStorage.clear()")

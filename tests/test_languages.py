@@ -130,3 +130,12 @@ def test_number_slips_are_caught():
     assert number_slips("es", "dropout 0.3, 23,440,896 tokens, un 24% más") == ["0.3", "3,440,896", "4%"]
     assert not number_slips("es", "dropout 0,3; Llama 3.2 1B; `0.02`; $0.02$; {glue-es}`x:.1%`; 24 %")
     assert number_slips("ko", "95 % 신뢰 구간") and not number_slips("ko", "95% 신뢰 구간, 드롭아웃 0.3")
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
+def test_no_backtick_in_a_directive_fenced_with_backticks(page):
+    """A ```{admonition} title holding a backtick ends the fence's info string early:
+    MyST then reads the rest of the page as text (02b's aside swallowed its notes)."""
+    bad = [line for line in page.read_text(encoding="utf-8").splitlines()
+           if line.startswith("```{") and "`" in line[3:]]
+    assert not bad, bad
