@@ -79,7 +79,8 @@ def test_a_deleted_worked_example_is_listed_and_the_others_keep_their_outputs():
     missing = copy["metadata"]["tied"][expected_outputs.MISSING_KEY]
     assert missing == [{"cell": FORWARD["cell"], "position": FORWARD["position"],
                         "first_line": "E = np.random.default_rng(0).normal(0.0, 0.02, (6, 4))",
-                        "expected": "(4, 6)\nFalse False\n"}]
+                        "expected": "(4, 6)\nFalse False\npositions 1 and 2 (token 3) give one row: True\n"
+                                    "positions 0 and 3 as expected: True\n"}]
 
 
 def test_inserted_and_edited_cells_keep_the_pairing():
@@ -161,8 +162,10 @@ def test_a_wrong_shape_in_a_worked_example_fails_the_notebook_naming_both_output
                           if is_checked(c) and "tied_head_forward(" in c.source)
     first = next(line for line in cell.source.splitlines() if "NBVAL" not in line)
     assert verdict.finding.params["cell"] == position
-    assert render(verdict.finding, "en") == (f"Cell {position} (“{first}”) printed “(6, 4) ↵ False False”, "
-                                             "the worked example prints “(4, 6) ↵ False False”.")
+    assert render(verdict.finding, "en") == (
+        f"Cell {position} (“{first}”) printed “(6, 4) ↵ False False ↵ positions 1 and 2 (token 3) give "
+        "one row: False ↵ positions 0 and 3 as …”, the worked example prints “(4, 6) ↵ False False ↵ "
+        "positions 1 and 2 (token 3) give one row: True ↵ positions 0 and 3 as …”.")
     for lang in LANGUAGES:
         message = render(verdict.finding, lang)
         assert "(6, 4)" in message and "(4, 6)" in message and "raise" not in message
