@@ -8,7 +8,7 @@ from torch import nn
 
 # batch, length, vocabulary, d_model, heads, blocks
 N, T, V, D, HEADS, BLOCKS = 2, 6, 40, 16, 4, 2
-MASK = V - 1                                  # the id of [MASK], no ordinary token's
+MASK = V - 1  # the id of [MASK], no ordinary token's
 
 tanh_gelu = partial(F.gelu, approximate="tanh")
 

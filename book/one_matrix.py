@@ -56,7 +56,7 @@ RTOL, ATOL = 1e-5, 1e-5
 
 
 def reference_logits(E, M, b, ids):
-    """The model in float64: x = E[ids]; h = x + tanh(x @ M + b); z = h @ E.T."""
+    """The model in float64: x = E[ids], h = x + tanh(x @ M + b), z = h E^T."""
     E, M, b = (np.asarray(a, np.float64) for a in (E, M, b))
     x = E[ids]
     return (x + np.tanh(x @ M + b)) @ E.T
